@@ -1,0 +1,109 @@
+"""What users ask for: the request bodies of API.md as msgspec structs.
+
+Type and range rules live in the annotations (msgspec checks them while decoding, and they
+become the OpenAPI schema); rules msgspec cannot express (quantity syntax, env key syntax,
+reserved prefixes) are checked by `check_*` functions in `app.domain.validation`.
+Unknown fields are rejected (`forbid_unknown_fields`), so `replica` for `replicas` is an error
+instead of a silently ignored typo.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
+
+ProjectName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=30,
+                                          description="DNS-1123 label, at most 30 characters",
+                                          examples=["research"])]
+PoolName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=30,
+                                       description="DNS-1123 label, at most 30 characters",
+                                       examples=["h100-pool"])]
+WorkloadName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=40,
+                                           description="DNS-1123 label, at most 40 characters",
+                                           examples=["train-7b"])]
+AcceleratorClass = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=63,
+                                               description="portable accelerator class",
+                                               examples=["h100-80g"])]
+Quantity = Annotated[str, msgspec.Meta(min_length=1, max_length=64,
+                                       description="Kubernetes quantity", examples=["32", "256Gi"])]
+Priority = Literal["low", "normal", "high"]
+TokenRole = Literal["viewer", "editor", "admin"]
+
+
+class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=False):
+    """Base of every request body: unknown fields are an error."""
+
+
+class ProjectCreate(_Body):
+    name: ProjectName
+    display_name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+    labels: dict[str, str] = {}
+
+
+class TokenCreate(_Body):
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=NAME_PATTERN)]
+    role: TokenRole
+    expires_in_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
+
+
+class Toleration(_Body):
+    key: Annotated[str, msgspec.Meta(max_length=253)] | None = None
+    operator: Literal["Exists", "Equal"] | None = None
+    value: Annotated[str, msgspec.Meta(max_length=63)] | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+
+class BindingPut(_Body):
+    resource_name: Annotated[str, msgspec.Meta(min_length=1, max_length=253,
+                                               examples=["nvidia.com/gpu"])]
+    flavor: Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=63,
+                                        examples=["h100-80g"])]
+    node_labels: dict[str, str] = {}
+    tolerations: list[Toleration] = []
+    description: Annotated[str, msgspec.Meta(max_length=500)] | None = None
+
+
+class Quota(_Body):
+    accelerators: Annotated[int, msgspec.Meta(ge=0, le=100_000)]
+    cpu: Quantity
+    memory: Quantity
+
+
+class PoolCreate(_Body):
+    name: PoolName
+    accelerator_class: AcceleratorClass
+    quota: Quota
+
+
+class PoolPatch(_Body):
+    quota: Quota
+
+
+EnvKey = Annotated[str, msgspec.Meta(pattern="^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+
+
+class WorkloadSpec(_Body):
+    """A batch accelerator job, as submitted, with API.md's defaults filled in."""
+
+    name: WorkloadName
+    compute_pool: PoolName
+    image: Annotated[str, msgspec.Meta(pattern=r"^\S+$", min_length=1, max_length=512,
+                                       examples=["ghcr.io/acme/train:1.4"])]
+    command: Annotated[list[Annotated[str, msgspec.Meta(max_length=4096)]],
+                       msgspec.Meta(max_length=64)] = []
+    args: Annotated[list[Annotated[str, msgspec.Meta(max_length=4096)]],
+                    msgspec.Meta(max_length=64)] = []
+    env: Annotated[dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]],
+                   msgspec.Meta(max_length=64)] = {}
+    accelerators: Annotated[int, msgspec.Meta(ge=0, le=64, description="per replica")] = 0
+    cpu: Quantity = "1"
+    memory: Quantity = "1Gi"
+    replicas: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    max_runtime_seconds: Annotated[int, msgspec.Meta(ge=60, le=30 * 86400)] = 86400
+    retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
+    priority: Priority = "normal"
+    labels: Annotated[dict[str, str], msgspec.Meta(max_length=16)] = {}
