@@ -14,12 +14,13 @@ and the in-process controllers see one and the same behaviour.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Obj = dict[str, Any]
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+AdmissionHook = Callable[[Literal["CREATE", "UPDATE"], "Obj", "Obj | None"], None]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,13 @@ class Store:
 
     @property
     def resource_version(self) -> int:
+        raise NotImplementedError
+
+    def add_admission_hook(self, rt: ResourceType, hook: AdmissionHook) -> None:
+        """Register a mutating admission hook (what a webhook is to a real apiserver): called with
+        (operation, new_object, old_object_or_None) before validation on every create and update
+        of `rt`, from HTTP and in-process callers alike; it mutates `new_object` in place and may
+        raise StoreError to refuse. Kueue's job webhook (suspend=true on create) is one."""
         raise NotImplementedError
 
 

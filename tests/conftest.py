@@ -1,0 +1,6 @@
+"""Fixtures shared by every test directory come from tests/support (plugins below)."""
+
+pytest_plugins = [
+    "tests.support.pg_fixtures",
+    "tests.support.kube_fixtures",
+]

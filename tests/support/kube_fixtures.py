@@ -1,0 +1,1 @@
+"""kubesim fixtures: filled in by the simulator work."""
