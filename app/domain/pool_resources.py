@@ -1,0 +1,136 @@
+"""What the API answers for compute pools (API.md "Compute pools").
+
+A pool's resource is built from its stored row plus the usage the store counts from the
+workloads that reference it. `status.cluster_queue` and `status.local_queue` are the Kueue
+objects the reconciler creates for the pool; they are derived names (`app.domain.naming`),
+shown from the moment the pool is accepted so users and operators can find them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from app.domain import naming
+from app.domain.specs import Quota
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+_STATE = msgspec.Meta(
+    description="PENDING (accepted), READY, DEGRADED or DELETING", examples=["READY"]
+)
+_REASON = msgspec.Meta(
+    description="why the pool is in its state, as a whole sentence",
+    examples=["ClusterQueue aicp-research-h100-pool is active with 16 accelerators."],
+)
+
+
+class PoolUsage(msgspec.Struct, kw_only=True):
+    """What the pool's workloads hold right now, counted from aicp's own records."""
+
+    accelerators_admitted: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0, description="accelerators held by admitted or running workloads", examples=[8]
+        ),
+    ] = 0
+    workloads_admitted: Annotated[
+        int, msgspec.Meta(ge=0, description="workloads admitted or running", examples=[1])
+    ] = 0
+    workloads_pending: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0, description="workloads accepted or queued, not yet admitted", examples=[2]
+        ),
+    ] = 0
+
+
+class PoolStatus(msgspec.Struct, kw_only=True):
+    """Where the pool's Kueue objects are on their way to existing and matching the spec."""
+
+    state: Annotated[str, _STATE]
+    reason: Annotated[str, _REASON]
+    observed_generation: Annotated[
+        int,
+        msgspec.Meta(ge=0, description="the generation the cluster objects reflect", examples=[1]),
+    ]
+    updated_at: datetime
+    cluster_queue: Annotated[
+        str,
+        msgspec.Meta(
+            description="Kueue ClusterQueue of this pool", examples=["aicp-research-h100-pool"]
+        ),
+    ]
+    local_queue: Annotated[
+        str,
+        msgspec.Meta(
+            description="Kueue LocalQueue in the project namespace", examples=["h100-pool"]
+        ),
+    ]
+    usage: PoolUsage
+
+
+class PoolResource(msgspec.Struct, kw_only=True):
+    """A compute pool: a quota of one accelerator class plus cpu and memory."""
+
+    name: Annotated[str, msgspec.Meta(examples=["h100-pool"])]
+    project: Annotated[str, msgspec.Meta(examples=["research"])]
+    uid: uuid.UUID
+    accelerator_class: Annotated[str, msgspec.Meta(examples=["h100-80g"])]
+    quota: Quota
+    generation: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1, description="bumped by every quota change; send as If-Match", examples=[1]
+        ),
+    ]
+    created_at: datetime
+    updated_at: datetime
+    created_by: Annotated[
+        str,
+        msgspec.Meta(
+            description="`admin` or `token:<id>`",
+            examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
+        ),
+    ]
+    status: PoolStatus
+
+
+DEFAULT_POOL_REASON = "Accepted; waiting for the controller to create the pool's queues."
+
+
+def pool_from_row(row: Mapping[str, Any], project: str) -> PoolResource:
+    """Build the API resource from a `compute_pools` row.
+
+    The row carries the table's columns, with `spec` decoded to a dict, plus the usage
+    counters `accelerators_admitted`, `workloads_admitted`, `workloads_pending`.
+    """
+    name: str = row["name"]
+    return PoolResource(
+        name=name,
+        project=project,
+        uid=row["id"],
+        accelerator_class=row["accelerator_class"],
+        quota=msgspec.convert(row["spec"]["quota"], Quota),
+        generation=row["generation"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        created_by=row["created_by"],
+        status=PoolStatus(
+            state=row["state"],
+            reason=row["state_reason"] or DEFAULT_POOL_REASON,
+            observed_generation=row["observed_generation"],
+            updated_at=row["updated_at"],
+            cluster_queue=naming.cluster_queue_name(project, name),
+            local_queue=naming.local_queue_name(name),
+            usage=PoolUsage(
+                accelerators_admitted=row.get("accelerators_admitted") or 0,
+                workloads_admitted=row.get("workloads_admitted") or 0,
+                workloads_pending=row.get("workloads_pending") or 0,
+            ),
+        ),
+    )

@@ -1,0 +1,234 @@
+"""Rules for request bodies that msgspec annotations cannot express.
+
+msgspec checks types, ranges, lengths and patterns while decoding (`app.domain.specs`), and
+stops at the first error. The functions here run on an already-decoded struct and return
+*every* violation they find as `(dotted_field, message)` pairs, so a user fixes a body in one
+round trip. An empty list means the body is valid.
+
+`check_fits_pool` is the one cross-resource rule: a workload whose total request can never fit
+its pool's quota is refused up front (`exceeds-pool-capacity`) instead of waiting forever.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
+from app.domain.specs import RESERVED_NAME_PREFIXES, PoolCreate, PoolPatch, Quota, WorkloadSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+Violation = tuple[str, str]
+
+ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_ENV_PREFIX = "AICP_"
+MAX_LABELS = 16
+MAX_ENV = 64
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: Label domains Kubernetes, Kueue and aicp itself write on the objects aicp creates.
+RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io")
+_WHITESPACE = re.compile(r"\s")
+_MILLI = Decimal("0.001")
+
+
+def check_name(field: str, name: str) -> list[Violation]:
+    """Names of pools and workloads must not start with a reserved prefix."""
+    for prefix in RESERVED_NAME_PREFIXES:
+        if name.startswith(prefix):
+            return [(field, f"must not start with the reserved prefix {prefix!r}")]
+    return []
+
+
+def check_cpu(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
+    """A cpu amount: a Kubernetes quantity in whole millicores."""
+    try:
+        value = parse_quantity(text)
+    except QuantityError as exc:
+        return [(field, str(exc))]
+    if value == 0 and not allow_zero:
+        return [(field, "must be greater than 0")]
+    if value % _MILLI != 0:
+        return [(field, "must be a whole number of millicores (at least 1m)")]
+    return []
+
+
+def check_memory(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
+    """A memory amount: a Kubernetes quantity of whole bytes."""
+    try:
+        value = parse_quantity(text)
+    except QuantityError as exc:
+        return [(field, str(exc))]
+    if value == 0 and not allow_zero:
+        return [(field, "must be greater than 0")]
+    if value != value.to_integral_value():
+        return [(field, "must be a whole number of bytes")]
+    return []
+
+
+def check_env(field: str, env: Mapping[str, str]) -> list[Violation]:
+    """Env keys are C identifiers; `AICP_` is reserved for variables aicp injects."""
+    found: list[Violation] = []
+    if len(env) > MAX_ENV:
+        found.append((field, f"must have at most {MAX_ENV} entries"))
+    for key in env:
+        if not ENV_KEY.match(key):
+            found.append((f"{field}.{key}", "must be a C identifier ([A-Za-z_][A-Za-z0-9_]*)"))
+        elif key.upper().startswith(RESERVED_ENV_PREFIX):
+            found.append((f"{field}.{key}", f"the prefix {RESERVED_ENV_PREFIX!r} is reserved"))
+    return found
+
+
+def _label_key_problem(key: str) -> str | None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not prefix:
+        return "key prefix must not be empty"
+    if not name:
+        return "key name must not be empty"
+    if len(name) > 63:
+        return "key name must be at most 63 characters"
+    if not _LABEL_NAME.match(name):
+        return "key name must be alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
+    if not prefix:
+        return None
+    if len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
+        return "key prefix must be a DNS subdomain of at most 253 characters"
+    for domain in RESERVED_LABEL_DOMAINS:
+        if prefix == domain or prefix.endswith("." + domain):
+            return f"key prefix {prefix!r} is reserved"
+    return None
+
+
+def check_labels(field: str, labels: Mapping[str, str]) -> list[Violation]:
+    """At most 16 labels, each with Kubernetes label key and value syntax."""
+    found: list[Violation] = []
+    if len(labels) > MAX_LABELS:
+        found.append((field, f"must have at most {MAX_LABELS} entries"))
+    for key, value in labels.items():
+        problem = _label_key_problem(key)
+        if problem is not None:
+            found.append((f"{field}.{key}", problem))
+        if len(value) > 63:
+            found.append((f"{field}.{key}", "value must be at most 63 characters"))
+        elif value and not _LABEL_NAME.match(value):
+            found.append(
+                (
+                    f"{field}.{key}",
+                    "value must be empty or alphanumeric, '-', '_' or '.', "
+                    "starting and ending alphanumeric",
+                )
+            )
+    return found
+
+
+def check_image(field: str, image: str) -> list[Violation]:
+    """An image reference: non-empty, no whitespace, at most 512 characters."""
+    if not image:
+        return [(field, "must not be empty")]
+    if _WHITESPACE.search(image):
+        return [(field, "must not contain whitespace")]
+    if len(image) > 512:
+        return [(field, "must be at most 512 characters")]
+    return []
+
+
+def check_quota(field: str, quota: Quota) -> list[Violation]:
+    """A pool quota: cpu and memory are quantities; zero is allowed (an empty pool)."""
+    return [
+        *check_cpu(f"{field}.cpu", quota.cpu, allow_zero=True),
+        *check_memory(f"{field}.memory", quota.memory, allow_zero=True),
+    ]
+
+
+def check_pool_create(body: PoolCreate) -> list[Violation]:
+    """Every rule on a new compute pool beyond its schema."""
+    return [*check_name("name", body.name), *check_quota("quota", body.quota)]
+
+
+def check_pool_patch(body: PoolPatch) -> list[Violation]:
+    """Every rule on a pool update beyond its schema."""
+    return check_quota("quota", body.quota)
+
+
+def check_workload(spec: WorkloadSpec) -> list[Violation]:
+    """Every rule on a workload spec beyond its schema (the pool is checked separately)."""
+    return [
+        *check_name("name", spec.name),
+        *check_image("image", spec.image),
+        *check_cpu("cpu", spec.cpu, allow_zero=False),
+        *check_memory("memory", spec.memory, allow_zero=False),
+        *check_env("env", spec.env),
+        *check_labels("labels", spec.labels),
+    ]
+
+
+class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
+    """A workload that cannot fit its pool even with the whole quota free.
+
+    `requested` and `pool_capacity` carry the same keys (`accelerators`, `cpu`, `memory`), so
+    the user can compare them side by side; `exceeded` lists the resources that do not fit.
+    """
+
+    compute_pool: str
+    accelerator_class: str
+    requested: dict[str, int | str]
+    pool_capacity: dict[str, int | str]
+    exceeded: list[str]
+
+    @property
+    def detail(self) -> str:
+        parts = [
+            f"{name} {self.requested[name]} > {self.pool_capacity[name]}" for name in self.exceeded
+        ]
+        return (
+            f"The workload asks for more than compute pool {self.compute_pool!r} can ever "
+            f"provide ({', '.join(parts)}); lower replicas or the per-replica request, "
+            "or raise the pool's quota."
+        )
+
+
+def check_fits_pool(
+    spec: WorkloadSpec, quota: Quota, *, accelerator_class: str
+) -> CapacityShortfall | None:
+    """Return the shortfall when `replicas * per-replica request` exceeds `quota`, else None.
+
+    Assumes `spec` and `quota` already passed `check_workload` / `check_quota` (quantities
+    parse). Comparison is exact (Decimal), so `"2Ti"` against `2048Gi` fits.
+    """
+    replicas = spec.replicas
+    accelerators = spec.accelerators * replicas
+    cpu = parse_quantity(spec.cpu) * replicas
+    memory = parse_quantity(spec.memory) * replicas
+    quota_cpu = parse_quantity(quota.cpu)
+    quota_memory = parse_quantity(quota.memory)
+    exceeded = [
+        name
+        for name, wanted, have in (
+            ("accelerators", Decimal(accelerators), Decimal(quota.accelerators)),
+            ("cpu", cpu, quota_cpu),
+            ("memory", memory, quota_memory),
+        )
+        if wanted > have
+    ]
+    if not exceeded:
+        return None
+    return CapacityShortfall(
+        compute_pool=spec.compute_pool,
+        accelerator_class=accelerator_class,
+        requested={
+            "accelerators": accelerators,
+            "cpu": format_cpu(cpu),
+            "memory": format_bytes(memory),
+        },
+        pool_capacity={
+            "accelerators": quota.accelerators,
+            "cpu": quota.cpu,
+            "memory": quota.memory,
+        },
+        exceeded=exceeded,
+    )

@@ -1,0 +1,187 @@
+"""What the API answers for workloads and their events (API.md "Workloads").
+
+A workload's resource is its stored row: the spec as submitted with defaults filled, the
+generation, and a status assembled from the row's `state`, `state_reason`,
+`observed_generation`, `updated_at` and the `observed` jsonb the reconciler writes.
+
+`observed` (written only by the reconciler, read here) has this shape; every key is optional:
+
+    {"job": {"name": str, "uid": str},
+     "admission": {"cluster_queue": str, "flavor": str, "admitted_at": RFC 3339},
+     "nodes": [str], "accelerator": {"product": str, "memory_mib": int, "count": int},
+     "attempts": int, "started_at": RFC 3339, "finished_at": RFC 3339, "exit_code": int}
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+
+from app.domain.specs import WorkloadSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+ACCEPTED_REASON = "Accepted; waiting for the controller to create the Job."
+
+
+class JobRef(msgspec.Struct, kw_only=True):
+    """The Kubernetes Job running the current generation."""
+
+    name: Annotated[str, msgspec.Meta(examples=["train-7b-3f2a1c-g1"])]
+    uid: Annotated[str | None, msgspec.Meta(description="set once the Job exists")] = None
+
+
+class Admission(msgspec.Struct, kw_only=True):
+    """Kueue's admission of the workload: where its quota was reserved."""
+
+    cluster_queue: Annotated[str, msgspec.Meta(examples=["aicp-research-h100-pool"])]
+    flavor: Annotated[str | None, msgspec.Meta(examples=["h100-80g"])] = None
+    admitted_at: datetime | None = None
+
+
+class AcceleratorFacts(msgspec.Struct, kw_only=True):
+    """The accelerators the workload ran on, as reported by the nodes."""
+
+    product: Annotated[str | None, msgspec.Meta(examples=["NVIDIA-H100-80GB-HBM3"])] = None
+    memory_mib: Annotated[int | None, msgspec.Meta(examples=[81559])] = None
+    count: Annotated[int | None, msgspec.Meta(examples=[8])] = None
+
+
+class ObservedFacts(msgspec.Struct, kw_only=True):
+    """Decoder for the `observed` column; unknown keys are ignored (the reconciler may grow)."""
+
+    job: JobRef | None = None
+    admission: Admission | None = None
+    nodes: list[str] = []
+    accelerator: AcceleratorFacts | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+
+
+class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """The workload's true state, the reason for it, and the evidence of where it ran."""
+
+    state: Annotated[
+        str,
+        msgspec.Meta(
+            description="PENDING, QUEUED, ADMITTED, RUNNING, SUCCEEDED, FAILED or DELETING",
+            examples=["RUNNING"],
+        ),
+    ]
+    reason: Annotated[
+        str,
+        msgspec.Meta(
+            description="why the workload is in its state, as a whole sentence",
+            examples=["1 of 1 pods running on node gpu-node-1 (NVIDIA-H100-80GB-HBM3)."],
+        ),
+    ]
+    observed_generation: Annotated[
+        int, msgspec.Meta(ge=0, description="the generation this status describes", examples=[1])
+    ]
+    job: JobRef | None = None
+    admission: Admission | None = None
+    nodes: Annotated[list[str], msgspec.Meta(examples=[["gpu-node-1"]])] = []
+    accelerator: AcceleratorFacts | None = None
+    attempts: Annotated[int, msgspec.Meta(ge=0, description="Job runs so far", examples=[1])] = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    updated_at: datetime
+
+
+class WorkloadResource(msgspec.Struct, kw_only=True):
+    """A batch accelerator job: the spec as submitted and its observed status."""
+
+    name: Annotated[str, msgspec.Meta(examples=["train-7b"])]
+    project: Annotated[str, msgspec.Meta(examples=["research"])]
+    compute_pool: Annotated[str, msgspec.Meta(examples=["h100-pool"])]
+    uid: uuid.UUID
+    generation: Annotated[
+        int, msgspec.Meta(ge=1, description="bumped by every PUT; send as If-Match", examples=[1])
+    ]
+    spec: WorkloadSpec
+    created_at: datetime
+    updated_at: datetime
+    created_by: Annotated[
+        str,
+        msgspec.Meta(
+            description="`admin` or `token:<id>`",
+            examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
+        ),
+    ]
+    status: WorkloadStatus
+
+
+class EventResource(msgspec.Struct, kw_only=True):
+    """One entry of a resource's audit and lifecycle trail, newest first in lists."""
+
+    at: datetime
+    type: Annotated[
+        str,
+        msgspec.Meta(
+            description="Accepted, SpecUpdated, DeletionRequested, JobCreated, QuotaReserved, "
+            "Admitted, Started, Succeeded, Failed, Preempted, Requeued, DriftCorrected, "
+            "EvidenceRecorded, Finalized",
+            examples=["Accepted"],
+        ),
+    ]
+    reason: Annotated[str | None, msgspec.Meta(examples=["Created"])] = None
+    message: Annotated[
+        str | None, msgspec.Meta(examples=["Workload train-7b accepted at generation 1."])
+    ] = None
+    generation: Annotated[int | None, msgspec.Meta(examples=[1])] = None
+    actor: Annotated[
+        str,
+        msgspec.Meta(
+            description="`admin`, `token:<id>` or `controller:<instance>`", examples=["admin"]
+        ),
+    ]
+
+
+def workload_from_row(row: Mapping[str, Any], project: str) -> WorkloadResource:
+    """Build the API resource from a `workloads` row (`spec`, `observed` decoded to dicts)."""
+    spec = msgspec.convert(row["spec"], WorkloadSpec)
+    observed = msgspec.convert(row["observed"] or {}, ObservedFacts, strict=False)
+    return WorkloadResource(
+        name=row["name"],
+        project=project,
+        compute_pool=spec.compute_pool,
+        uid=row["id"],
+        generation=row["generation"],
+        spec=spec,
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        created_by=row["created_by"],
+        status=WorkloadStatus(
+            state=row["state"],
+            reason=row["state_reason"] or ACCEPTED_REASON,
+            observed_generation=row["observed_generation"],
+            job=observed.job,
+            admission=observed.admission,
+            nodes=observed.nodes,
+            accelerator=observed.accelerator,
+            attempts=observed.attempts,
+            started_at=observed.started_at,
+            finished_at=observed.finished_at,
+            exit_code=observed.exit_code,
+            updated_at=row["updated_at"],
+        ),
+    )
+
+
+def event_from_row(row: Mapping[str, Any]) -> EventResource:
+    """Build an event from an `events` row."""
+    return EventResource(
+        at=row["at"],
+        type=row["type"],
+        reason=row["reason"],
+        message=row["message"],
+        generation=row["generation"],
+        actor=row["actor"],
+    )
