@@ -170,14 +170,15 @@ def check_workload(spec: WorkloadSpec) -> list[Violation]:
 class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
     """A workload that cannot fit its pool even with the whole quota free.
 
-    `requested` and `pool_capacity` carry the same keys (`accelerators`, `cpu`, `memory`), so
-    the user can compare them side by side; `exceeded` lists the resources that do not fit.
+    `requested` and `pool_capacity` carry the same keys (`accelerators`, `cpu`, `memory`) with
+    Kubernetes quantity strings as values (as Kueue shows quotas), so the user can compare them
+    side by side; `exceeded` lists the resources that do not fit, in that order.
     """
 
     compute_pool: str
     accelerator_class: str
-    requested: dict[str, int | str]
-    pool_capacity: dict[str, int | str]
+    requested: dict[str, str]
+    pool_capacity: dict[str, str]
     exceeded: list[str]
 
     @property
@@ -221,12 +222,12 @@ def check_fits_pool(
         compute_pool=spec.compute_pool,
         accelerator_class=accelerator_class,
         requested={
-            "accelerators": accelerators,
+            "accelerators": str(accelerators),
             "cpu": format_cpu(cpu),
             "memory": format_bytes(memory),
         },
         pool_capacity={
-            "accelerators": quota.accelerators,
+            "accelerators": str(quota.accelerators),
             "cpu": quota.cpu,
             "memory": quota.memory,
         },

@@ -95,8 +95,8 @@ def test_a_workload_larger_than_its_pool_names_each_resource_short() -> None:
     assert shortfall is not None
     assert shortfall.compute_pool == "h100-pool"
     assert shortfall.accelerator_class == "h100-80g"
-    assert shortfall.requested == {"accelerators": 24, "cpu": "24", "memory": "3Ti"}
-    assert shortfall.pool_capacity == QUOTA
+    assert shortfall.requested == {"accelerators": "24", "cpu": "24", "memory": "3Ti"}
+    assert shortfall.pool_capacity == {**QUOTA, "accelerators": "16"}
     assert shortfall.exceeded == ["accelerators", "memory"]
     assert "accelerators 24 > 16" in shortfall.detail and "memory 3Ti > 2Ti" in shortfall.detail
 
