@@ -1,0 +1,52 @@
+"""Label keys, values and finalizers that aicp writes on Kubernetes objects (DESIGN.md §6).
+
+The informers index caches by `UID_LABEL`, the reconciler selects its own objects by
+`MANAGED_BY_LABEL`, and drift detection compares these labels with what it finds, so every
+module that reads or writes them imports them from here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE: Final = "aicp"
+PROJECT_LABEL: Final = "aicp.dev/project"
+POOL_LABEL: Final = "aicp.dev/pool"
+WORKLOAD_LABEL: Final = "aicp.dev/workload"
+UID_LABEL: Final = "aicp.dev/uid"
+GENERATION_LABEL: Final = "aicp.dev/generation"
+ACCELERATOR_CLASS_LABEL: Final = "aicp.dev/accelerator-class"
+
+#: Kueue reads these two labels on a Job; the queue name may only change while it is suspended.
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
+
+#: Held on every Job aicp creates until its final facts are recorded (DESIGN.md §6).
+EVIDENCE_FINALIZER: Final = "aicp.dev/evidence"
+
+#: The server-side apply field manager of every aicp write.
+FIELD_MANAGER: Final = "aicp"
+APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
+
+#: Pods of a Job carry the Job's uid under this label (set by the Job controller).
+JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
+
+#: The single container every aicp Job runs.
+MAIN_CONTAINER: Final = "main"
+
+#: The Kueue API version aicp speaks (v1beta2 is storage since Kueue 0.16).
+KUEUE_API_VERSION: Final = "kueue.x-k8s.io/v1beta2"
+
+
+def managed_labels(extra: Mapping[str, str]) -> dict[str, str]:
+    """`app.kubernetes.io/managed-by: aicp` plus `extra`, with keys in sorted order.
+
+    aicp's own keys win over a clashing key in `extra`, so a user label can never hide
+    the managed-by marker.
+    """
+    labels = {**extra, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    return dict(sorted(labels.items()))

@@ -1,0 +1,154 @@
+"""Manifests of the namespaced tenancy and Kueue queueing objects (DESIGN.md §6).
+
+Pure functions from stored intent to server-side-apply bodies: each result carries
+`apiVersion`, `kind` and `metadata.name` (and `metadata.namespace` when namespaced), declares
+only the fields aicp owns, and is equal for equal inputs (keys of label and selector maps are
+sorted). The quota objects never carry status: Kueue owns it.
+
+Quantities are written as the user gave them (already validated as Kubernetes quantities),
+accelerator counts as integers, so what a user reads back in the ClusterQueue matches what
+they asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from app.domain.naming import namespace_for
+from app.domain.render_labels import (
+    ACCELERATOR_CLASS_LABEL,
+    KUEUE_API_VERSION,
+    POOL_LABEL,
+    PROJECT_LABEL,
+    managed_labels,
+)
+
+if TYPE_CHECKING:
+    from app.domain.rendering_inputs import PoolIdentity
+    from app.domain.specs import BindingPut, Quota, Toleration
+
+Manifest = dict[str, Any]
+
+#: The three priorities a workload may ask for, as Kueue WorkloadPriorityClass values.
+PRIORITY_VALUES: Final = {"low": 100, "normal": 1000, "high": 10000}
+
+
+def priority_class_name(priority: str) -> str:
+    """The WorkloadPriorityClass of an API priority (`normal` → `aicp-normal`)."""
+    return f"aicp-{priority}"
+
+
+def render_namespace(project: str) -> Manifest:
+    """The project's namespace `aicp-<project>`, labelled so ClusterQueues can select it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": namespace_for(project),
+            "labels": managed_labels({PROJECT_LABEL: project}),
+        },
+    }
+
+
+def _toleration(toleration: Toleration) -> dict[str, str]:
+    fields = {
+        "key": toleration.key,
+        "operator": toleration.operator,
+        "value": toleration.value,
+        "effect": toleration.effect,
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def render_resource_flavor(accelerator_class: str, binding: BindingPut) -> Manifest:
+    """The binding's ResourceFlavor: its node labels and the tolerations Kueue adds to pods.
+
+    Flavors are cluster-scoped and may be shared by the pools of many projects, so the
+    manifest names no project or pool; reference tracking happens in the database.
+    """
+    spec: Manifest = {}
+    if binding.node_labels:
+        spec["nodeLabels"] = dict(sorted(binding.node_labels.items()))
+    if binding.tolerations:
+        spec["tolerations"] = [_toleration(t) for t in binding.tolerations]
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ResourceFlavor",
+        "metadata": {
+            "name": binding.flavor,
+            "labels": managed_labels({ACCELERATOR_CLASS_LABEL: accelerator_class}),
+        },
+        "spec": spec,
+    }
+
+
+def render_cluster_queue(pool: PoolIdentity, quota: Quota, binding: BindingPut) -> Manifest:
+    """The pool's ClusterQueue: one resource group, one flavor, nominal quotas from the pool.
+
+    It admits workloads only from the project's namespace (selected by its
+    `aicp.dev/project` label). There is no cohort: pools neither lend nor borrow. Should
+    one ever be needed, the v1beta2 field is `cohortName` (not `cohort`).
+    """
+    resources: list[dict[str, str | int]] = [
+        {"name": "cpu", "nominalQuota": quota.cpu},
+        {"name": "memory", "nominalQuota": quota.memory},
+        {"name": binding.resource_name, "nominalQuota": quota.accelerators},
+    ]
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "ClusterQueue",
+        "metadata": {
+            "name": pool.cluster_queue,
+            "labels": managed_labels(
+                {
+                    PROJECT_LABEL: pool.project,
+                    POOL_LABEL: pool.pool,
+                    ACCELERATOR_CLASS_LABEL: pool.accelerator_class,
+                }
+            ),
+        },
+        "spec": {
+            "namespaceSelector": {"matchLabels": {PROJECT_LABEL: pool.project}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", binding.resource_name],
+                    "flavors": [{"name": binding.flavor, "resources": resources}],
+                }
+            ],
+        },
+    }
+
+
+def render_local_queue(pool: PoolIdentity) -> Manifest:
+    """The LocalQueue `<pool>` in the project's namespace, pointing at the pool's ClusterQueue."""
+    return {
+        "apiVersion": KUEUE_API_VERSION,
+        "kind": "LocalQueue",
+        "metadata": {
+            "name": pool.local_queue,
+            "namespace": pool.namespace,
+            "labels": managed_labels({PROJECT_LABEL: pool.project, POOL_LABEL: pool.pool}),
+        },
+        "spec": {"clusterQueue": pool.cluster_queue},
+    }
+
+
+def render_priority_classes() -> list[Manifest]:
+    """The WorkloadPriorityClasses `aicp-low` (100), `aicp-normal` (1000), `aicp-high` (10000).
+
+    Jobs name one through the `kueue.x-k8s.io/priority-class` label; they are cluster-scoped
+    and shared by every project, so they are applied once at startup.
+    """
+    return [
+        {
+            "apiVersion": KUEUE_API_VERSION,
+            "kind": "WorkloadPriorityClass",
+            "metadata": {
+                "name": priority_class_name(priority),
+                "labels": managed_labels({}),
+            },
+            "value": value,
+            "description": f"aicp workloads submitted with priority {priority!r}",
+        }
+        for priority, value in PRIORITY_VALUES.items()
+    ]

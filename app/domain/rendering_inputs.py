@@ -1,0 +1,49 @@
+"""Small typed inputs of the renderers that the request structs do not carry.
+
+The spec structs (`WorkloadSpec`, `Quota`, `BindingPut`) hold what a user asked for; the
+identities here hold what the database assigned (uid, generation) and where the object lives.
+Both are immutable, so a render call depends on its arguments only.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from app.domain.naming import cluster_queue_name, job_name, local_queue_name, namespace_for
+
+
+class PoolIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """A compute pool of a project, as Kueue sees it: one ClusterQueue and one LocalQueue."""
+
+    project: str
+    pool: str
+    accelerator_class: str
+
+    @property
+    def namespace(self) -> str:
+        return namespace_for(self.project)
+
+    @property
+    def cluster_queue(self) -> str:
+        return cluster_queue_name(self.project, self.pool)
+
+    @property
+    def local_queue(self) -> str:
+        return local_queue_name(self.pool)
+
+
+class JobIdentity(msgspec.Struct, frozen=True, kw_only=True):
+    """One generation of a workload: the Job aicp creates for it is named from these fields."""
+
+    project: str
+    workload: str
+    uid: str
+    generation: int
+
+    @property
+    def namespace(self) -> str:
+        return namespace_for(self.project)
+
+    @property
+    def job_name(self) -> str:
+        return job_name(self.workload, self.uid, self.generation)

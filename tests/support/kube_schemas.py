@@ -1,0 +1,94 @@
+"""Validation of rendered manifests against the real schemas, as a strict apiserver would.
+
+Built-in kinds go through `kubernetes_validate` (the newest Kubernetes version it ships,
+strict: unknown fields are errors). Kueue kinds go through the v1beta2 `openAPIV3Schema` of
+the Kueue CRDs in `/work/shared/reference/kueue-v0.19.2-crds/`, made strict the way the
+apiserver prunes: every object schema with declared properties rejects other keys. Neither
+schema checks label and name syntax, so `check_metadata` does that with apimachinery's rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import all_versions
+
+KUEUE_CRDS = Path("/work/shared/reference/kueue-v0.19.2-crds")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def latest_kubernetes_version() -> str:
+    """The newest Kubernetes version whose schemas kubernetes-validate ships."""
+    return max(all_versions(), key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def validate_builtin(manifest: dict[str, Any]) -> None:
+    """Raise unless `manifest` is valid for the newest Kubernetes version, strictly."""
+    kubernetes_validate.validate(manifest, latest_kubernetes_version(), strict=True)
+
+
+def _strict(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        out = {key: _strict(value) for key, value in schema.items()}
+        if (
+            "properties" in out
+            and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")
+        ):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(item) for item in schema]
+    return schema
+
+
+@functools.cache
+def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any]:
+    """The strict openAPIV3Schema of a Kueue kind; skips the test when the CRDs are absent."""
+    if not KUEUE_CRDS.is_dir():
+        pytest.skip(f"Kueue CRDs not found in {KUEUE_CRDS}")
+    for path in sorted(KUEUE_CRDS.glob("*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        if crd["spec"]["names"]["kind"] != kind:
+            continue
+        for served in crd["spec"]["versions"]:
+            if served["name"] == version:
+                return dict(_strict(served["schema"]["openAPIV3Schema"]))
+    raise LookupError(f"no CRD for {kind} {version} in {KUEUE_CRDS}")
+
+
+def validate_kueue(manifest: dict[str, Any]) -> None:
+    """Raise unless `manifest` is valid against its Kueue CRD schema (strict)."""
+    group, _, version = manifest["apiVersion"].partition("/")
+    assert group == "kueue.x-k8s.io", manifest["apiVersion"]
+    jsonschema.validate(manifest, kueue_schema(manifest["kind"], version))
+
+
+def check_metadata(manifest: dict[str, Any], *, namespaced: bool) -> None:
+    """Assert name, namespace and labels follow Kubernetes syntax and SSA needs are present."""
+    assert manifest.get("apiVersion") and manifest.get("kind")
+    meta = manifest["metadata"]
+    name = meta["name"]
+    assert len(name) <= 63 and _DNS_LABEL.match(name), f"bad name {name!r}"
+    if namespaced:
+        namespace = meta["namespace"]
+        assert len(namespace) <= 63 and _DNS_LABEL.match(namespace), namespace
+    else:
+        assert "namespace" not in meta
+    for key, value in meta.get("labels", {}).items():
+        prefix, _, label = key.rpartition("/")
+        assert not prefix or (len(prefix) <= 253 and _DNS_SUBDOMAIN.match(prefix)), key
+        assert len(label) <= 63 and _LABEL_NAME.match(label), key
+        assert isinstance(value, str) and len(value) <= 63 and _LABEL_VALUE.match(value), value
+    assert "managedFields" not in meta and "resourceVersion" not in meta
