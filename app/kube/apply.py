@@ -1,0 +1,178 @@
+"""Writing to the cluster: server-side apply, deletes, finalizer removal, and pod logs.
+
+Every object aicp owns is written by server-side apply as field manager `aicp` with
+`force=True` (DESIGN.md §6): the body declares exactly the fields aicp owns, the server
+removes those aicp declared before and no longer does, and leaves other managers' fields
+alone. The caller decides what to declare — for a Job that Kueue has admitted, only metadata
+(re-declaring `spec.suspend` with force would take it back from Kueue and re-suspend a
+running Job).
+
+All writes wait for the client's token bucket first. Every function raises `KubeError`s
+(`app.kube.errors`), never kubernetes_asyncio's exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from app.kube.errors import Conflict, Invalid, KubeError, NotFound
+from app.kube.metrics import KUBE_WRITES
+from app.kube.resources import JOBS, Obj, Resource, request, request_json, resource_of
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from app.kube.client import KubeClient
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+FIELD_MANAGER = "aicp"
+
+T = TypeVar("T")
+Propagation = Literal["Background", "Foreground", "Orphan"]
+
+
+async def apply(kube: KubeClient, manifest: Obj) -> Obj:
+    """Server-side apply `manifest` (creating it if missing); return the object as stored.
+
+    The manifest needs `apiVersion`, `kind`, `metadata.name` and, for namespaced kinds,
+    `metadata.namespace`; it must not carry `managedFields`, and carries `resourceVersion`
+    only to make the write conditional (409 `Conflict` if the object moved on).
+    """
+    resource = resource_of(manifest)
+    namespace, name = _address(resource, manifest)
+    call = resource.method(kube, "patch", namespace, name)(
+        manifest,
+        field_manager=FIELD_MANAGER,
+        force=True,
+        _content_type=APPLY_PATCH,
+        _preload_content=False,
+    )
+    return await _write(kube, "apply", resource, request_json(call))
+
+
+async def get(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+    """Read one object from the API server (not a cache); None if it does not exist."""
+    try:
+        return await request_json(
+            resource.method(kube, "read", namespace, name)(_preload_content=False)
+        )
+    except NotFound:
+        return None
+
+
+async def delete(
+    kube: KubeClient,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    *,
+    propagation: Propagation = "Background",
+) -> bool:
+    """Delete an object; False if it was already gone.
+
+    With finalizers left the object is only marked (`deletionTimestamp`) and disappears when
+    they are removed. `Background` lets the garbage collector remove dependents afterwards.
+    """
+    call = resource.method(kube, "delete", namespace, name)(
+        propagation_policy=propagation,
+        body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation},
+        _preload_content=False,
+    )
+    try:
+        await _write(kube, "delete", resource, request(call))
+    except NotFound:
+        return False
+    return True
+
+
+async def delete_job(kube: KubeClient, namespace: str, name: str) -> bool:
+    """Delete a Job and (in the background) its pods; False if it was already gone.
+
+    Never without a policy: batch/v1 Jobs default to `Orphan`, which leaves the pods running
+    and holding their GPUs (KUBE-CONTRACT.md §4).
+    """
+    return await delete(kube, JOBS, namespace, name, propagation="Background")
+
+
+async def remove_finalizer(
+    kube: KubeClient,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    finalizer: str,
+    *,
+    current: Obj | None = None,
+    attempts: int = 3,
+) -> bool:
+    """Remove one finalizer, leaving the others; True if this call removed it.
+
+    A JSON patch whose `test` op pins the finalizer at the index it was read at: if another
+    writer reordered or removed finalizers meanwhile, the server refuses the patch and the
+    object is read again (up to `attempts` times). `current` (e.g. from an informer cache)
+    saves the first read. False when the object or the finalizer is already gone.
+    """
+    for attempt in range(attempts):
+        obj = current if attempt == 0 and current is not None else None
+        if obj is None:
+            obj = await get(kube, resource, namespace, name)
+        if obj is None:
+            return False
+        finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
+        if finalizer not in finalizers:
+            return False
+        index = finalizers.index(finalizer)
+        patch = [
+            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ]
+        call = resource.method(kube, "patch", namespace, name)(
+            patch, _content_type=JSON_PATCH, _preload_content=False
+        )
+        try:
+            await _write(kube, "remove-finalizer", resource, request(call))
+        except NotFound:
+            return False
+        except (Conflict, Invalid):
+            if attempt == attempts - 1:
+                raise
+            continue
+        return True
+    return False
+
+
+async def pod_logs(
+    kube: KubeClient, namespace: str, pod: str, *, container: str = "main", tail_lines: int = 100
+) -> str:
+    """The last `tail_lines` lines the container printed (the one live read the API serves)."""
+    body = await request(
+        kube.core.read_namespaced_pod_log(
+            pod, namespace, container=container, tail_lines=tail_lines, _preload_content=False
+        )
+    )
+    return body.decode(errors="replace")
+
+
+def _address(resource: Resource, manifest: Obj) -> tuple[str | None, str]:
+    meta = manifest.get("metadata") or {}
+    name = meta.get("name")
+    if not name:
+        raise ValueError(f"{resource.kind} manifest has no metadata.name")
+    namespace = meta.get("namespace")
+    if resource.namespaced and not namespace:
+        raise ValueError(f"{resource.kind} {name} manifest has no metadata.namespace")
+    return (str(namespace) if resource.namespaced else None), str(name)
+
+
+async def _write(kube: KubeClient, verb: str, resource: Resource, call: Awaitable[T]) -> T:
+    # The bucket is taken before the request is even built on the wire; `call` is a coroutine
+    # that has not started yet, so waiting here delays the write itself.
+    await kube.writes.acquire()
+    try:
+        result = await call
+    except KubeError as exc:
+        KUBE_WRITES.labels(verb, resource.kind, type(exc).__name__).inc()
+        raise
+    KUBE_WRITES.labels(verb, resource.kind, "ok").inc()
+    return result

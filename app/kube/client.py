@@ -1,0 +1,147 @@
+"""Connecting to the Kubernetes API: configuration, one shared `ApiClient`, a write rate limit.
+
+Configuration is found in this order (DESIGN.md §6, §9):
+
+1. in-cluster (the pod's service account; `KUBERNETES_SERVICE_HOST` is set),
+2. the file(s) named by `KUBECONFIG`,
+3. an explicit kubeconfig path (dev mode passes the embedded simulator's).
+
+Writes (apply, patch, delete) go through a token bucket — 50 QPS with bursts of 100 unless
+configured otherwise — so that a burst of reconciles cannot hammer the API server into 429s
+(client-go's 5/10 default is far too low for a controller that owns thousands of Jobs; no
+limit at all lets one replica starve its peers). Reads and watches are not limited: the
+informers hold one long request per kind, and the reconciler reads from their caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kubernetes_asyncio import client, config
+
+from app.kube.errors import KubeError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+
+class KubeConfigError(KubeError):
+    """No Kubernetes configuration was found (not in a cluster, no KUBECONFIG, no explicit file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeSettings:
+    """How to reach the cluster. `kubeconfig` is the dev-mode fallback, used only when neither
+    in-cluster configuration nor `KUBECONFIG` is available."""
+
+    kubeconfig: str | None = None
+    write_qps: float = 50.0
+    write_burst: int = 100
+    connection_pool_size: int = 64
+
+
+class TokenBucket:
+    """Allow `rate` acquisitions per second on average and `burst` at once.
+
+    `acquire()` waits (without holding anything) until a token is free. Waiters are served in
+    arrival order: each one reserves its token before sleeping, so a stream of callers is spread
+    evenly instead of racing for the next refill.
+    """
+
+    def __init__(self, rate: float, burst: int) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"token bucket needs rate > 0 and burst >= 1, got {rate}/{burst}")
+        self.rate = rate
+        self.burst = burst
+        self._tokens = float(burst)
+        self._stamp = time.monotonic()
+
+    async def acquire(self) -> None:
+        """Take one token, sleeping until it is available."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
+        self._stamp = now
+        # Reserve first (tokens may go negative), then sleep off the debt: no await happens
+        # between reading and updating the balance, so concurrent callers never double-spend.
+        self._tokens -= 1
+        if self._tokens < 0:
+            await asyncio.sleep(-self._tokens / self.rate)
+
+
+async def load_configuration(kubeconfig: str | None = None) -> client.Configuration:
+    """Find the cluster: in-cluster, else `KUBECONFIG`, else `kubeconfig`.
+
+    Raises `KubeConfigError` when none of them is available.
+    """
+    configuration = client.Configuration()
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        return configuration
+    path = _first_existing(os.environ.get("KUBECONFIG"), kubeconfig)
+    if path is not None:
+        await config.load_kube_config(
+            config_file=path, client_configuration=configuration, persist_config=False
+        )
+        return configuration
+    raise KubeConfigError(
+        "no Kubernetes configuration: not running in a cluster, KUBECONFIG is unset or names no "
+        f"existing file, and no kubeconfig was given (got {kubeconfig!r})"
+    )
+
+
+def _first_existing(*candidates: str | None) -> str | None:
+    """The first candidate (a path, or `KUBECONFIG`'s colon-separated list) naming a file."""
+    for candidate in candidates:
+        if candidate and any(os.path.exists(p) for p in candidate.split(os.pathsep) if p):
+            return candidate
+    return None
+
+
+class KubeClient:
+    """One `ApiClient` and the typed APIs aicp uses, plus the write limiter.
+
+    Create with `await KubeClient.connect(settings)`; close with `await kube.close()` or use it
+    as an async context manager. Everything in `app.kube` takes a `KubeClient`.
+    """
+
+    def __init__(self, api: client.ApiClient, writes: TokenBucket) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.batch = client.BatchV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.writes = writes
+
+    @classmethod
+    async def connect(cls, settings: KubeSettings | None = None) -> KubeClient:
+        """Load the configuration and open the client (no request is made yet)."""
+        settings = settings or KubeSettings()
+        configuration = await load_configuration(settings.kubeconfig)
+        configuration.connection_pool_maxsize = settings.connection_pool_size
+        return cls(
+            client.ApiClient(configuration),
+            TokenBucket(settings.write_qps, settings.write_burst),
+        )
+
+    @property
+    def host(self) -> str:
+        """The API server's base URL."""
+        return str(self.api.configuration.host)
+
+    async def close(self) -> None:
+        """Close the HTTP session (open watches are cut)."""
+        await self.api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()

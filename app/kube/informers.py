@@ -1,0 +1,97 @@
+"""The informers aicp runs (DESIGN.md §2, §6): Jobs, Kueue Workloads, Pods, Nodes, ClusterQueues.
+
+| kind         | what is watched                                                     |
+|--------------|---------------------------------------------------------------------|
+| Job          | all namespaces, `app.kubernetes.io/managed-by=aicp`                  |
+| Workload     | Kueue v1beta2, all namespaces, kept only in namespaces `aicp-*`      |
+|              | (Kueue creates them; they carry none of aicp's labels)               |
+| Pod          | all namespaces, `app.kubernetes.io/managed-by=aicp` (the Job's       |
+|              | template labels are on its pods)                                     |
+| Node         | all (evidence: node labels name the accelerator)                    |
+| ClusterQueue | `app.kubernetes.io/managed-by=aicp` (usage for the pools' status)    |
+
+Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
+`kueue.x-k8s.io/job-uid`, Pods by `batch.kubernetes.io/job-name`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
+from app.kube.watching import Accept, Backoff, Handler, Informer
+
+if TYPE_CHECKING:
+    from app.kube.cache import Obj
+    from app.kube.client import KubeClient
+
+MANAGED_BY = "app.kubernetes.io/managed-by=aicp"
+MANAGED_NAMESPACE_PREFIX = "aicp-"
+KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+def in_managed_namespace(obj: Obj) -> bool:
+    """True for objects in a project namespace (`aicp-<project>`)."""
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return str(namespace).startswith(MANAGED_NAMESPACE_PREFIX)
+
+
+class Informers:
+    """The set of informers one aicp process runs, started and stopped together.
+
+    `start()` launches every loop; `all_synced()` is what `/readyz` asks; `wait_synced()` is
+    for startup; `stop()` cancels them all and waits. `on_change(handler)` subscribes one
+    handler to every kind (it receives `(event_type, obj)`; `obj["kind"]` tells them apart).
+    """
+
+    def __init__(
+        self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 30.0
+    ) -> None:
+        def informer(
+            resource: Resource, selector: str | None = None, accept: Accept | None = None
+        ) -> Informer:
+            return Informer(
+                kube,
+                resource,
+                label_selector=selector,
+                accept=accept,
+                watch_timeout=watch_timeout,
+                backoff=Backoff(cap=backoff_cap),
+            )
+
+        self.jobs = informer(JOBS, MANAGED_BY)
+        self.workloads = informer(WORKLOADS, accept=in_managed_namespace)
+        self.pods = informer(PODS, MANAGED_BY)
+        self.nodes = informer(NODES)
+        self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY)
+        self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
+        self.pods.index_by_label(JOB_NAME_LABEL)
+
+    @property
+    def all(self) -> tuple[Informer, ...]:
+        return (self.jobs, self.workloads, self.pods, self.nodes, self.cluster_queues)
+
+    def on_change(self, handler: Handler) -> None:
+        """Call `handler` for every change of every kind (register before `start()`)."""
+        for informer in self.all:
+            informer.add_handler(handler)
+
+    def start(self) -> None:
+        for informer in self.all:
+            informer.start()
+
+    def all_synced(self) -> bool:
+        return all(informer.synced.is_set() for informer in self.all)
+
+    def not_synced(self) -> list[str]:
+        """The kinds whose first list has not completed (for `/readyz`'s reason)."""
+        return [i.kind for i in self.all if not i.synced.is_set()]
+
+    async def wait_synced(self) -> None:
+        """Wait for every first list (bound it with `asyncio.timeout`)."""
+        await asyncio.gather(*(i.synced.wait() for i in self.all))
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(informer.stop() for informer in self.all))
