@@ -1,0 +1,252 @@
+"""What `helm install` would create: valid Kubernetes objects that behave as the docs say.
+
+Every rendered manifest is validated against the strict JSON schemas of the newest Kubernetes
+version kubernetes-validate ships (no unknown fields anywhere). The ServiceMonitor is a
+Prometheus Operator CRD with no schema there; it is checked by its structure instead.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from tests.chart.rendering import (
+    ADMIN_TOKEN,
+    DATABASE_URL,
+    DEFAULT_VALUES,
+    EXISTING_SECRET_VALUES,
+    HA_VALUES,
+    NAMESPACE,
+    render,
+)
+
+KUBERNETES_VERSION = kubernetes_validate.latest_version()
+
+VALUE_SETS = [
+    pytest.param(DEFAULT_VALUES, id="default"),
+    pytest.param(HA_VALUES, id="ha-3-replicas"),
+    pytest.param(EXISTING_SECRET_VALUES, id="existing-secret"),
+]
+
+
+@pytest.mark.parametrize("values", VALUE_SETS)
+def test_every_rendered_manifest_is_valid_for_the_newest_kubernetes(
+    values: dict[str, Any],
+) -> None:
+    rendered = render(values)
+
+    validated = set()
+    for manifest in rendered.manifests:
+        if manifest["apiVersion"] == "monitoring.coreos.com/v1":
+            continue
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+        validated.add(manifest["kind"])
+    assert {"Deployment", "Service", "ServiceAccount", "ClusterRole"} <= validated
+
+
+@pytest.mark.parametrize("values", VALUE_SETS)
+def test_namespaced_objects_land_in_the_release_namespace(values: dict[str, Any]) -> None:
+    rendered = render(values)
+
+    cluster_scoped = {"ClusterRole", "ClusterRoleBinding"}
+    for manifest in rendered.manifests:
+        if manifest["kind"] not in cluster_scoped:
+            assert manifest["metadata"]["namespace"] == NAMESPACE, manifest["kind"]
+
+
+@pytest.mark.parametrize("values", VALUE_SETS)
+def test_no_secret_value_is_ever_written_into_the_deployment(values: dict[str, Any]) -> None:
+    rendered = render(values)
+
+    deployment_text = repr(rendered.one("Deployment"))
+    assert DATABASE_URL not in deployment_text
+    assert "s3cret-db-password" not in deployment_text
+    assert ADMIN_TOKEN not in deployment_text
+    for name in ("DATABASE_URL", "AICP_ADMIN_TOKEN"):
+        assert "value" not in rendered.env[name]
+        assert "secretKeyRef" in rendered.env[name]["valueFrom"]
+
+
+def test_the_chart_made_secret_holds_the_database_url_and_the_given_admin_token() -> None:
+    rendered = render(HA_VALUES)
+
+    secret = rendered.one("Secret")
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
+    assert data == {"DATABASE_URL": DATABASE_URL, "AICP_ADMIN_TOKEN": ADMIN_TOKEN}
+    assert rendered.env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": secret["metadata"]["name"],
+        "key": "DATABASE_URL",
+    }
+
+
+def test_an_admin_token_is_generated_when_none_is_given() -> None:
+    secret = render(DEFAULT_VALUES).one("Secret")
+
+    token = base64.b64decode(secret["data"]["AICP_ADMIN_TOKEN"]).decode()
+    assert len(token) == 48
+    assert token.isalnum()
+
+
+def test_an_existing_secret_is_referenced_by_its_keys_and_no_secret_is_created() -> None:
+    rendered = render(EXISTING_SECRET_VALUES)
+
+    assert rendered.all_of("Secret") == []
+    assert rendered.env["DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "aicp-credentials",
+        "key": "url",
+    }
+    assert rendered.env["AICP_ADMIN_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "aicp-credentials",
+        "key": "token",
+    }
+    assert "aicp-credentials" in rendered.notes
+
+
+@pytest.mark.parametrize("values", VALUE_SETS)
+def test_each_replica_takes_its_instance_id_from_its_pod_name(values: dict[str, Any]) -> None:
+    instance_id = render(values).env["AICP_INSTANCE_ID"]
+
+    assert instance_id == {
+        "name": "AICP_INSTANCE_ID",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+    }
+
+
+def test_probes_check_liveness_on_healthz_and_readiness_on_readyz() -> None:
+    container = render(DEFAULT_VALUES).container
+
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+
+
+def test_the_service_settings_reach_the_process_as_environment_variables() -> None:
+    env = render(DEFAULT_VALUES).env
+
+    settings = {name: e.get("value") for name, e in env.items() if "value" in e}
+    assert settings == {
+        "AICP_HTTP_HOST": "0.0.0.0",
+        "AICP_HTTP_PORT": "8080",
+        "AICP_LOG_FORMAT": "json",
+        "AICP_LEASE_TTL_SECONDS": "15",
+        "AICP_SWEEP_INTERVAL_SECONDS": "1",
+        "AICP_WORKERS": "16",
+        "AICP_DB_POOL_SIZE": "10",
+    }
+    assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
+
+
+@pytest.mark.parametrize("values", VALUE_SETS)
+def test_the_pod_runs_restricted(values: dict[str, Any]) -> None:
+    rendered = render(values)
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+    container = rendered.container
+
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 10001  # the Dockerfile's USER
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["resources"]["requests"]
+    assert container["resources"]["limits"]["memory"]
+
+
+def test_termination_grace_outlasts_the_pre_stop_sleep_and_the_service_shutdown_grace() -> None:
+    rendered = render(DEFAULT_VALUES)
+    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
+
+    pre_stop = rendered.container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert pod["terminationGracePeriodSeconds"] == 30
+    assert pod["terminationGracePeriodSeconds"] > pre_stop + 20
+
+
+def test_a_single_replica_gets_no_disruption_budget_that_would_block_node_drains() -> None:
+    rendered = render(DEFAULT_VALUES)
+
+    assert rendered.one("Deployment")["spec"]["replicas"] == 1
+    assert rendered.all_of("PodDisruptionBudget") == []
+
+
+def test_ha_runs_three_replicas_with_a_disruption_budget_spread_across_nodes() -> None:
+    rendered = render(HA_VALUES)
+    deployment = rendered.one("Deployment")
+    selector = deployment["spec"]["selector"]["matchLabels"]
+
+    assert deployment["spec"]["replicas"] == 3
+    pdb = rendered.one("PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": selector}}
+    spread = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+    assert spread[0]["topologyKey"] == "kubernetes.io/hostname"
+    assert spread[0]["labelSelector"]["matchLabels"] == selector
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+
+
+def test_the_service_and_the_service_monitor_reach_the_pods_metrics_port() -> None:
+    rendered = render(HA_VALUES)
+    pod_labels = rendered.one("Deployment")["spec"]["template"]["metadata"]["labels"]
+    service = rendered.one("Service")
+
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
+    monitor = rendered.one("ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    service_labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service_labels.items()
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "http", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    ]
+
+
+def test_the_network_policy_admits_the_api_port_and_lets_out_only_dns_db_and_apiserver() -> None:
+    policy = render(HA_VALUES).one("NetworkPolicy")
+
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert [p["port"] for p in policy["spec"]["ingress"][0]["ports"]] == ["http"]
+    egress_ports = sorted({p["port"] for rule in policy["spec"]["egress"] for p in rule["ports"]})
+    assert egress_ports == [53, 443, 5432, 6443]
+    database_rule = next(r for r in policy["spec"]["egress"] if r["ports"][0]["port"] == 5432)
+    assert database_rule["to"] == [{"ipBlock": {"cidr": "10.20.0.0/16"}}]
+
+
+def test_optional_objects_are_off_by_default() -> None:
+    kinds = {m["kind"] for m in render(DEFAULT_VALUES).manifests}
+
+    assert kinds == {
+        "ServiceAccount",
+        "Secret",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+    }
+
+
+def test_the_cluster_role_is_bound_to_the_pods_service_account() -> None:
+    rendered = render(DEFAULT_VALUES)
+    account = rendered.one("ServiceAccount")["metadata"]["name"]
+
+    binding = rendered.one("ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == rendered.one("ClusterRole")["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+    ]
+    assert rendered.one("Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account
+
+
+def test_the_notes_show_the_first_curl_with_the_admin_token() -> None:
+    notes = render(DEFAULT_VALUES).notes
+
+    assert "kubectl -n aicp-system port-forward service/aicp 8080:8080" in notes
+    assert "curl -sS -X PUT http://127.0.0.1:8080/api/v1/accelerator-bindings/h100-80g" in notes
+    assert "Authorization: Bearer $AICP_ADMIN_TOKEN" in notes
