@@ -1,0 +1,135 @@
+"""What the registry strategies do around a write: defaulting and status handling on create,
+the Job template immutability rule, and whether a change bumps `generation`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesim.model import Obj, ResourceType, StoreError, invalid
+
+JOB_MUTABLE_TEMPLATE_FIELDS = ("nodeSelector", "affinity", "tolerations", "schedulingGates")
+
+
+def prepare_create(rt: ResourceType, obj: Obj) -> None:
+    """Defaults and status reset on create, as the built-in strategies and CRDs with a status
+    subresource do (Pod → `Pending`, Job/CRD status dropped, Namespace `Active`)."""
+    plural = rt.plural
+    if plural == "pods":
+        obj["status"] = {"phase": "Pending"}
+        spec = obj.setdefault("spec", {})
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+    elif plural == "namespaces":
+        obj["status"] = {"phase": "Active"}
+        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+    elif plural == "jobs":
+        obj.pop("status", None)
+        _default_job(obj)
+    elif plural == "nodes":
+        obj.setdefault("spec", {})
+    elif rt.has_status and rt.is_custom:
+        obj.pop("status", None)
+
+
+def _default_job(job: Obj) -> None:
+    meta, spec = job["metadata"], job.setdefault("spec", {})
+    spec.setdefault("suspend", False)
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
+    uid, name = meta["uid"], meta["name"]
+    generated = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
+    if not spec.get("selector"):
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    template = spec.setdefault("template", {})
+    template_meta = template.setdefault("metadata", {})
+    template_meta["labels"] = {**(template_meta.get("labels") or {}), **generated}
+
+
+def spec_changed(old: Obj, new: Obj) -> bool:
+    """Anything outside `metadata` and `status` changed (what bumps `generation`)."""
+    keys = (old.keys() | new.keys()) - {"metadata", "status", "apiVersion", "kind"}
+    return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _strip_mutable(template: Any) -> Any:
+    if not isinstance(template, dict):
+        return template
+    out = {k: v for k, v in template.items() if k != "metadata"}
+    meta = {k: v for k, v in (template.get("metadata") or {}).items()}
+    meta.pop("labels", None)
+    meta.pop("annotations", None)
+    out["metadata"] = meta
+    spec = dict(out.get("spec") or {})
+    for field in JOB_MUTABLE_TEMPLATE_FIELDS:
+        spec.pop(field, None)
+    out["spec"] = spec
+    return out
+
+
+def check_job_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """Job `selector`, `completionMode`, `podFailurePolicy` and `template` are immutable, except
+    that the template's nodeSelector, affinity, tolerations, schedulingGates, labels and
+    annotations may change while the Job is suspended and has never started (`startTime` nil)."""
+    if rt.plural != "jobs":
+        return
+    old_spec, new_spec = old.get("spec", {}), new.get("spec", {})
+    causes = []
+    for field in ("selector", "completionMode", "podFailurePolicy"):
+        if old_spec.get(field) != new_spec.get(field):
+            causes.append(_immutable(f"spec.{field}"))
+    old_t, new_t = old_spec.get("template"), new_spec.get("template")
+    if old_t != new_t:
+        # The Job controller sets startTime; a Job never started has none. Only the old
+        # object's suspend matters: resuming and editing in one write is allowed (Kueue does it).
+        may_edit = old_spec.get("suspend") is True and not (old.get("status") or {}).get(
+            "startTime"
+        )
+        if not may_edit or _strip_mutable(old_t) != _strip_mutable(new_t):
+            causes.append(_immutable("spec.template"))
+    if causes:
+        raise invalid(rt, old["metadata"]["name"], causes)
+
+
+def _immutable(field: str) -> dict[str, str]:
+    return {
+        "reason": "FieldValueInvalid",
+        "message": "Invalid value: field is immutable",
+        "field": field,
+    }
+
+
+def check_finalizers(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """No new finalizers on an object that is being deleted."""
+    if not old["metadata"].get("deletionTimestamp"):
+        return
+    added = set(new["metadata"].get("finalizers") or ()) - set(
+        old["metadata"].get("finalizers") or ()
+    )
+    if added:
+        raise StoreError(
+            422,
+            "Invalid",
+            f'{rt.qualified_kind} "{old["metadata"]["name"]}" is invalid: metadata.finalizers: '
+            "Forbidden: no new finalizers can be added if the object is being deleted, found "
+            f"new finalizers {sorted(added)!r}",
+            [
+                {
+                    "reason": "FieldValueForbidden",
+                    "message": "no new finalizers can be added if the object is being deleted",
+                    "field": "metadata.finalizers",
+                }
+            ],
+        ).about(rt, old["metadata"]["name"])
