@@ -1,0 +1,200 @@
+"""classify: a workload's true state, the reason for it, and the evidence (DESIGN.md §7).
+
+A pure function over the raw objects the informers hold: the Job of the current generation,
+its Kueue Workload, the Job's pods and the cluster's nodes. It decides in this order, each
+step only when the ones before did not:
+
+1. no Job → PENDING (accepted, nothing applied yet);
+2. Job `Complete` → SUCCEEDED; Job `Failed` → FAILED, explained by OOM, deadline, exit code;
+3. Workload `Evicted` → QUEUED again (preempted or evicted, requeued);
+4. a pod running → RUNNING (pods are the truth even before the Workload cache catches up);
+5. quota reserved / admitted, or the Job unsuspended by Kueue → ADMITTED, explained by what
+   holds the pods back (image pull, unschedulable, container config);
+6. otherwise QUEUED, explained by Kueue's `QuotaReserved=False` message and the pool numbers.
+
+Only the final Job conditions (`Complete`, `Failed`) end a workload: `SuccessCriteriaMet` and
+`FailureTarget` come first while pods still terminate, and the evidence (completion time, exit
+codes) is only complete after them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from app.domain import classify_reasons as reasons
+from app.domain.classify_evidence import ClassifyContext, Evidence, gather_evidence
+from app.domain.classify_kube import (
+    GPU_PRODUCT_LABEL,
+    KubeObject,
+    condition,
+    field,
+    index_by_name,
+    is_terminating,
+    is_true,
+    main_container,
+    main_status,
+    node_name,
+    phase,
+    pods_of_job,
+    terminated,
+    unschedulable_message,
+    waiting_reason,
+)
+from app.domain.quantity import QuantityError, format_bytes, parse_quantity
+from app.domain.states import WorkloadState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+__all__ = ["Classification", "ClassifyContext", "Evidence", "classify"]
+
+_IMAGE_PULL = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+_CONTAINER_CONFIG = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+
+
+class Classification(NamedTuple):
+    state: WorkloadState
+    reason: str
+    evidence: Evidence
+
+
+def _products(node_names: Iterable[str], nodes: Mapping[str, KubeObject]) -> list[str]:
+    found = (field(nodes.get(n), "metadata", "labels", GPU_PRODUCT_LABEL) for n in node_names)
+    return sorted({str(p) for p in found if p})
+
+
+def _memory_limit(pod: KubeObject, context: ClassifyContext) -> str:
+    raw = field(main_container(pod), "resources", "limits", "memory") or context.memory
+    try:
+        return format_bytes(parse_quantity(str(raw)))
+    except QuantityError:
+        return str(raw)
+
+
+def _image_pull(pods: list[KubeObject], context: ClassifyContext) -> tuple[str, str] | None:
+    """(image, waiting reason) of the first pod that cannot pull its image."""
+    for pod in pods:
+        waiting = waiting_reason(pod)
+        if waiting and waiting[0] in _IMAGE_PULL:
+            image = field(main_container(pod), "image") or context.image
+            return str(image), waiting[0]
+    return None
+
+
+def _failed(
+    job: KubeObject, pods: list[KubeObject], context: ClassifyContext, evidence: Evidence
+) -> str:
+    cause = condition(job, "Failed") or {}
+    why, message = str(cause.get("reason") or ""), str(cause.get("message") or "")
+    if why == "DeadlineExceeded":
+        pulled = _image_pull(pods, context)
+        return reasons.deadline_exceeded(context, pulled[0] if pulled else None)
+    ended = [(pod, state) for pod in pods if (state := terminated(pod))]
+    for pod, state in reversed(ended):
+        if state.get("reason") == "OOMKilled":
+            name = str(field(main_status(pod), "name") or "main")
+            return reasons.out_of_memory(name, _memory_limit(pod, context), node_name(pod))
+    if evidence.exit_code not in (None, 0):
+        node = next(
+            (node_name(p) for p, s in reversed(ended) if s.get("exitCode") == evidence.exit_code),
+            None,
+        )
+        return reasons.exited(int(evidence.exit_code or 0), node, evidence.attempts)
+    return reasons.failed(why, message)
+
+
+def _evicted(workload: KubeObject | None, context: ClassifyContext) -> str | None:
+    """The reason sentence if Kueue has evicted (or preempted) the workload, else None."""
+    if not is_true(workload, "Evicted"):
+        return None
+    eviction = condition(workload, "Evicted") or {}
+    preempted = condition(workload, "Preempted")
+    preempted_by = str(preempted.get("reason")) if preempted else None
+    requeued = (condition(workload, "Requeued") or {}).get("status") != "False"
+    return reasons.evicted(context, str(eviction.get("reason") or ""), preempted_by, requeued)
+
+
+def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
+    """Why an admitted workload has no running pod yet."""
+    pulled = _image_pull(pods, context)
+    if pulled:
+        return reasons.image_not_pulled(pulled[0], pulled[1], context)
+    for pod in pods:
+        waiting = waiting_reason(pod)
+        if waiting and waiting[0] in _CONTAINER_CONFIG:
+            return reasons.container_not_created(*waiting)
+    for pod in pods:
+        message = unschedulable_message(pod)
+        if message:
+            return reasons.unschedulable(context, message)
+    admission = evidence.admission
+    starting = sum(1 for pod in pods if phase(pod) == "Pending")
+    return reasons.admitted(
+        admission.cluster_queue if admission else None,
+        admission.flavor if admission else None,
+        starting,
+    )
+
+
+def _queued(workload: KubeObject | None, context: ClassifyContext) -> str:
+    reserved = condition(workload, "QuotaReserved")
+    if reserved is None or reserved.get("status") != "False":
+        return reasons.queued(context)
+    message = str(reserved.get("message") or "")
+    if "quota" in message.lower() or reserved.get("reason") == "Pending":
+        return reasons.waiting_for_quota(context, message)
+    return reasons.not_admissible(context, message)
+
+
+def classify(
+    job: KubeObject | None,
+    kueue_workload: KubeObject | None,
+    pods: Iterable[KubeObject],
+    nodes: Iterable[KubeObject],
+    *,
+    context: ClassifyContext,
+) -> Classification:
+    """The state, reason and evidence of one workload generation (see the module docstring).
+
+    `job` is the Job of the current generation (None when there is none), `kueue_workload`
+    Kueue's Workload for it, `pods` the pods labelled for this workload (pods of any other
+    Job uid are ignored), `nodes` all nodes (only those running our pods are read).
+    """
+    mine = pods_of_job(job, pods)
+    node_index = index_by_name(nodes)
+    evidence = gather_evidence(job, kueue_workload, mine, node_index, context)
+    if job is None:
+        return Classification(WorkloadState.PENDING, reasons.pending(), evidence)
+
+    if is_true(job, "Complete"):
+        took = None
+        if evidence.started_at and evidence.finished_at:
+            took = int((evidence.finished_at - evidence.started_at).total_seconds())
+        total = field(job, "spec", "completions") or context.replicas
+        products = _products(evidence.nodes, node_index)
+        reason = reasons.succeeded(int(total), evidence.nodes, products, took)
+        return Classification(WorkloadState.SUCCEEDED, reason, evidence)
+    if is_true(job, "Failed"):
+        reason = _failed(job, mine, context, evidence)
+        return Classification(WorkloadState.FAILED, reason, evidence)
+
+    evicted = _evicted(kueue_workload, context)
+    if evicted is not None:
+        return Classification(WorkloadState.QUEUED, evicted, evidence)
+
+    live = [pod for pod in mine if not is_terminating(pod)]
+    running = [pod for pod in live if phase(pod) == "Running"]
+    if running:
+        on = sorted({name for pod in running if (name := node_name(pod))})
+        total = field(job, "spec", "parallelism") or context.replicas
+        reason = reasons.running(len(running), int(total), on, _products(on, node_index))
+        return Classification(WorkloadState.RUNNING, reason, evidence)
+
+    admitted = (
+        is_true(kueue_workload, "QuotaReserved")
+        or is_true(kueue_workload, "Admitted")
+        or field(job, "spec", "suspend") is False
+    )
+    if admitted:
+        return Classification(WorkloadState.ADMITTED, _admitted(live, context, evidence), evidence)
+    return Classification(WorkloadState.QUEUED, _queued(kueue_workload, context), evidence)

@@ -1,0 +1,227 @@
+"""Evidence of where and how a workload ran, gathered from its Kubernetes objects.
+
+The structs match the `status` fields of API.md's workload resource (`job`, `admission`,
+`nodes`, `accelerator`, `attempts`, `started_at`, `finished_at`, `exit_code`), so the
+reconciler can store them as they are and the API can return them as they are.
+
+`gather_evidence` only reports what the objects show *now*. A Job that is deleted and
+recreated, or a Workload whose admission Kueue cleared on preemption, no longer shows earlier
+facts; `merge_evidence` keeps recorded facts that the current objects no longer carry.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from app.domain.classify_kube import (
+    GPU_MEMORY_LABEL,
+    GPU_PRODUCT_LABEL,
+    KubeObject,
+    field,
+    is_true,
+    job_count,
+    main_status,
+    node_name,
+    parse_time,
+    phase,
+    terminated,
+    transition_time,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class JobRef(msgspec.Struct, frozen=True, kw_only=True):
+    """The Job that runs the current generation."""
+
+    name: str
+    uid: str
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    """Kueue's admission: the ClusterQueue whose quota was reserved and the flavor assigned."""
+
+    cluster_queue: str
+    flavor: str | None = None
+    admitted_at: datetime | None = None
+
+
+class Accelerator(msgspec.Struct, frozen=True, kw_only=True):
+    """The accelerators the workload got: product and memory from node labels, total count."""
+
+    product: str | None = None
+    memory_mib: int | None = None
+    count: int = 0
+
+
+class Evidence(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=False):
+    """The facts in a workload's `status`, besides state and reason."""
+
+    job: JobRef | None = None
+    admission: Admission | None = None
+    nodes: tuple[str, ...] = ()
+    accelerator: Accelerator | None = None
+    attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+
+
+class PoolSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A pool's quota and usage per resource, as its ClusterQueue reports them."""
+
+    name: str
+    quota: dict[str, Decimal] = {}
+    in_use: dict[str, Decimal] = {}
+    workloads_admitted: int = 0
+    workloads_pending: int = 0
+
+
+class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What classification needs besides the Kubernetes objects: the request and its pool.
+
+    Amounts are per replica, as in the workload spec. `pool` is None when the pool's
+    ClusterQueue has not been observed yet; reasons then omit the pool's numbers.
+    """
+
+    pool_name: str
+    accelerator_resource: str
+    accelerators: int
+    cpu: str
+    memory: str
+    replicas: int = 1
+    image: str = ""
+    max_runtime_seconds: int = 86400
+    pool: PoolSnapshot | None = None
+
+
+def _admission(workload: KubeObject | None, resource: str) -> Admission | None:
+    cluster_queue = field(workload, "status", "admission", "clusterQueue")
+    if not cluster_queue:
+        return None
+    flavor: str | None = None
+    for assignment in field(workload, "status", "admission", "podSetAssignments") or ():
+        flavors = field(assignment, "flavors") or {}
+        chosen = flavors.get(resource) or next(iter(flavors.values()), None)
+        if chosen:
+            flavor = str(chosen)
+            break
+    admitted_at = transition_time(workload, "Admitted") or transition_time(
+        workload, "QuotaReserved"
+    )
+    return Admission(cluster_queue=str(cluster_queue), flavor=flavor, admitted_at=admitted_at)
+
+
+def _accelerator(
+    node_names: Iterable[str], nodes: Mapping[str, KubeObject], context: ClassifyContext
+) -> Accelerator | None:
+    if context.accelerators <= 0:
+        return None
+    product: str | None = None
+    memory: int | None = None
+    for name in node_names:
+        labels = field(nodes.get(name), "metadata", "labels") or {}
+        product = product or labels.get(GPU_PRODUCT_LABEL)
+        raw_memory = labels.get(GPU_MEMORY_LABEL)
+        if memory is None and isinstance(raw_memory, str) and raw_memory.isdigit():
+            memory = int(raw_memory)
+    if product is None and memory is None:
+        return None
+    return Accelerator(
+        product=product, memory_mib=memory, count=context.accelerators * context.replicas
+    )
+
+
+def _attempts(job: KubeObject | None, pods: list[KubeObject]) -> int:
+    """Failed pods, plus one for the current attempt when a pod runs or has succeeded.
+
+    With one replica this counts tries; with more, every failed pod is one retry of the set.
+    """
+    if field(job, "status") is not None:
+        failed = job_count(job, "failed")
+        current = job_count(job, "active") + job_count(job, "succeeded")
+    else:
+        failed = sum(1 for pod in pods if phase(pod) == "Failed")
+        current = sum(1 for pod in pods if phase(pod) in ("Running", "Succeeded"))
+    return failed + (1 if current > 0 else 0)
+
+
+def _started_at(job: KubeObject | None, pods: list[KubeObject]) -> datetime | None:
+    started = parse_time(field(job, "status", "startTime"))
+    if started is not None:
+        return started
+    # No Job status (yet): the earliest moment a pod's container was seen running.
+    times = [parse_time(field(main_status(pod), "state", "running", "startedAt")) for pod in pods]
+    known = [t for t in times if t is not None]
+    return min(known) if known else None
+
+
+def _finished_at(job: KubeObject | None) -> datetime | None:
+    completed = parse_time(field(job, "status", "completionTime"))
+    if completed is not None:
+        return completed
+    return transition_time(job, "Failed") or transition_time(job, "Complete")
+
+
+def _exit_code(job: KubeObject | None, pods: list[KubeObject]) -> int | None:
+    """The `main` container's exit code of the latest pod to end.
+
+    For a failed Job the latest *non-zero* code wins: that is the one that explains it.
+    """
+    ended: list[tuple[datetime, int]] = []
+    for pod in pods:
+        state = terminated(pod)
+        if state is not None and isinstance(state.get("exitCode"), int):
+            at = parse_time(state.get("finishedAt")) or _EPOCH
+            ended.append((at, int(state["exitCode"])))
+    if is_true(job, "Failed") and any(code != 0 for _, code in ended):
+        ended = [(at, code) for at, code in ended if code != 0]
+    return max(ended)[1] if ended else None
+
+
+def gather_evidence(
+    job: KubeObject | None,
+    workload: KubeObject | None,
+    pods: list[KubeObject],
+    nodes: Mapping[str, KubeObject],
+    context: ClassifyContext,
+) -> Evidence:
+    """The evidence the given objects show now (see the module docstring for what it misses)."""
+    node_names = tuple(sorted({name for pod in pods if (name := node_name(pod))}))
+    job_name = field(job, "metadata", "name")
+    job_uid = field(job, "metadata", "uid")
+    return Evidence(
+        job=JobRef(name=str(job_name), uid=str(job_uid or "")) if job_name else None,
+        admission=_admission(workload, context.accelerator_resource),
+        nodes=node_names,
+        accelerator=_accelerator(node_names, nodes, context),
+        attempts=_attempts(job, pods),
+        started_at=_started_at(job, pods),
+        finished_at=_finished_at(job),
+        exit_code=_exit_code(job, pods),
+    )
+
+
+def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
+    """`current`, with every fact it lacks taken from `recorded`.
+
+    Use it when the objects may have lost facts (a Job deleted by hand, an admission cleared
+    by preemption). Nodes accumulate; attempts never go down.
+    """
+    return Evidence(
+        job=current.job or recorded.job,
+        admission=current.admission or recorded.admission,
+        nodes=tuple(sorted(set(recorded.nodes) | set(current.nodes))),
+        accelerator=current.accelerator or recorded.accelerator,
+        attempts=max(recorded.attempts, current.attempts),
+        started_at=current.started_at or recorded.started_at,
+        finished_at=current.finished_at or recorded.finished_at,
+        exit_code=current.exit_code if current.exit_code is not None else recorded.exit_code,
+    )

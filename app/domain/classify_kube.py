@@ -1,0 +1,148 @@
+"""Read-only accessors over raw Kubernetes objects (dicts as the API and informers give them).
+
+Classification reads Jobs, Kueue Workloads, Pods and Nodes exactly as the apiserver sends
+them, without converting to client models: a missing field is simply absent. Every accessor
+here tolerates absent or `null` fields and never raises on a well-formed object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from app.domain.render_labels import JOB_CONTROLLER_UID_LABEL, MAIN_CONTAINER
+
+KubeObject = Mapping[str, Any]
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+
+
+def field(obj: KubeObject | None, *path: str) -> Any:
+    """`obj[path[0]][path[1]]...`, or None as soon as a step is absent or null."""
+    current: Any = obj
+    for step in path:
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(step)
+    return current
+
+
+def name_of(obj: KubeObject) -> str:
+    return str(field(obj, "metadata", "name") or "")
+
+
+def condition(obj: KubeObject | None, kind: str) -> KubeObject | None:
+    """The status condition of type `kind`, if the object has one."""
+    for cond in field(obj, "status", "conditions") or ():
+        if isinstance(cond, Mapping) and cond.get("type") == kind:
+            return cond
+    return None
+
+
+def is_true(obj: KubeObject | None, kind: str) -> bool:
+    """Whether condition `kind` is present with status "True"."""
+    cond = condition(obj, kind)
+    return cond is not None and cond.get("status") == "True"
+
+
+def parse_time(value: object) -> datetime | None:
+    """An RFC 3339 time as Kubernetes writes it (`2026-08-01T10:00:00Z`), else None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def transition_time(obj: KubeObject | None, kind: str) -> datetime | None:
+    """When condition `kind` last became True; None when it is absent or not True."""
+    cond = condition(obj, kind)
+    if cond is None or cond.get("status") != "True":
+        return None
+    return parse_time(cond.get("lastTransitionTime"))
+
+
+def pods_of_job(job: KubeObject | None, pods: Iterable[KubeObject]) -> list[KubeObject]:
+    """The pods that belong to `job`, in name order.
+
+    A pod labelled with another Job's controller uid (an older generation, or a Job that was
+    deleted and recreated under the same name) is left out so its facts never describe this
+    Job. Pods without the label are kept: the caller already selected them for this Job.
+    """
+    job_uid = field(job, "metadata", "uid")
+    mine = [
+        pod
+        for pod in pods
+        if job_uid is None
+        or field(pod, "metadata", "labels", JOB_CONTROLLER_UID_LABEL) in (None, job_uid)
+    ]
+    return sorted(mine, key=name_of)
+
+
+def is_terminating(obj: KubeObject) -> bool:
+    return field(obj, "metadata", "deletionTimestamp") is not None
+
+
+def phase(pod: KubeObject) -> str:
+    return str(field(pod, "status", "phase") or "Pending")
+
+
+def node_name(pod: KubeObject) -> str | None:
+    value = field(pod, "spec", "nodeName")
+    return str(value) if value else None
+
+
+def main_status(pod: KubeObject) -> KubeObject | None:
+    """The container status of `main` (or the only container), if the kubelet reported one."""
+    statuses = [
+        s for s in field(pod, "status", "containerStatuses") or () if isinstance(s, Mapping)
+    ]
+    for status in statuses:
+        if status.get("name") == MAIN_CONTAINER:
+            return status
+    return statuses[0] if len(statuses) == 1 else None
+
+
+def main_container(pod: KubeObject) -> KubeObject | None:
+    """The `main` container of the pod spec (or the only one)."""
+    containers = [c for c in field(pod, "spec", "containers") or () if isinstance(c, Mapping)]
+    for container in containers:
+        if container.get("name") == MAIN_CONTAINER:
+            return container
+    return containers[0] if len(containers) == 1 else None
+
+
+def terminated(pod: KubeObject) -> KubeObject | None:
+    """The `main` container's terminated state (current, else last), if it has ended."""
+    status = main_status(pod)
+    found = field(status, "state", "terminated") or field(status, "lastState", "terminated")
+    return found if isinstance(found, Mapping) else None
+
+
+def waiting_reason(pod: KubeObject) -> tuple[str, str] | None:
+    """(reason, message) of the `main` container's waiting state, if it is waiting."""
+    waiting = field(main_status(pod), "state", "waiting")
+    if not isinstance(waiting, Mapping) or not waiting.get("reason"):
+        return None
+    return str(waiting["reason"]), str(waiting.get("message") or "")
+
+
+def unschedulable_message(pod: KubeObject) -> str | None:
+    """The scheduler's message when the pod is Pending with `PodScheduled=False/Unschedulable`."""
+    cond = condition(pod, "PodScheduled")
+    if cond is None or cond.get("status") != "False" or cond.get("reason") != "Unschedulable":
+        return None
+    return str(cond.get("message") or "no node fits the pod")
+
+
+def index_by_name(objects: Iterable[KubeObject]) -> dict[str, KubeObject]:
+    return {name_of(obj): obj for obj in objects}
+
+
+def job_count(job: KubeObject | None, key: str) -> int:
+    """One of the Job's pod counters (`active`, `succeeded`, `failed`), 0 when absent."""
+    value = field(job, "status", key)
+    return value if isinstance(value, int) else 0

@@ -1,0 +1,123 @@
+"""A compute pool's state, reason and usage, read from its Kueue ClusterQueue.
+
+`classify_pool` gives the pool's `status` (API.md: `state`, `reason`, `usage`);
+`pool_snapshot` gives workload classification the numbers a "waiting for quota" reason needs.
+Both are pure functions of the ClusterQueue dict (v1beta2: `status.flavorsUsage`,
+`status.admittedWorkloads`, `status.pendingWorkloads`, condition `Active`).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import NamedTuple
+
+import msgspec
+
+from app.domain.classify_evidence import PoolSnapshot
+from app.domain.classify_kube import KubeObject, condition, field, name_of
+from app.domain.quantity import QuantityError, parse_quantity
+from app.domain.states import ResourceState
+
+_BASE_RESOURCES = ("cpu", "memory")
+
+
+class PoolUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """API.md's `status.usage` of a compute pool."""
+
+    accelerators_admitted: int = 0
+    workloads_admitted: int = 0
+    workloads_pending: int = 0
+
+
+class PoolClassification(NamedTuple):
+    state: ResourceState
+    reason: str
+    usage: PoolUsage
+
+
+def _amount(value: object) -> Decimal:
+    if isinstance(value, int):
+        return Decimal(value)
+    try:
+        return parse_quantity(str(value)) if value is not None else Decimal(0)
+    except QuantityError:
+        return Decimal(0)
+
+
+def _count(cluster_queue: KubeObject, key: str) -> int:
+    value = field(cluster_queue, "status", key)
+    return value if isinstance(value, int) else 0
+
+
+def _sum_by_resource(entries: object, amount_key: str) -> dict[str, Decimal]:
+    """Add up `<amount_key>` per resource name over every flavor of a list of flavor entries."""
+    totals: dict[str, Decimal] = {}
+    for flavor in entries if isinstance(entries, list) else ():
+        for resource in field(flavor, "resources") or ():
+            name = field(resource, "name")
+            if name:
+                totals[name] = totals.get(name, Decimal(0)) + _amount(resource.get(amount_key))
+    return totals
+
+
+def accelerator_resource_of(cluster_queue: KubeObject) -> str | None:
+    """The covered resource that is neither cpu nor memory (aicp queues cover exactly one)."""
+    for group in field(cluster_queue, "spec", "resourceGroups") or ():
+        for resource in field(group, "coveredResources") or ():
+            if resource not in _BASE_RESOURCES:
+                return str(resource)
+    return None
+
+
+def pool_snapshot(cluster_queue: KubeObject, pool_name: str) -> PoolSnapshot:
+    """Nominal quota (from spec) and usage (from status) per resource of a pool's queue."""
+    quota: dict[str, Decimal] = {}
+    for group in field(cluster_queue, "spec", "resourceGroups") or ():
+        for name, amount in _sum_by_resource(field(group, "flavors"), "nominalQuota").items():
+            quota[name] = quota.get(name, Decimal(0)) + amount
+    return PoolSnapshot(
+        name=pool_name,
+        quota=quota,
+        in_use=_sum_by_resource(field(cluster_queue, "status", "flavorsUsage"), "total"),
+        workloads_admitted=_count(cluster_queue, "admittedWorkloads"),
+        workloads_pending=_count(cluster_queue, "pendingWorkloads"),
+    )
+
+
+def _workloads(count: int) -> str:
+    return f"{count} workload" if count == 1 else f"{count} workloads"
+
+
+def classify_pool(
+    cluster_queue: KubeObject | None, *, resource_name: str | None = None
+) -> PoolClassification:
+    """READY while Kueue reports the ClusterQueue `Active`, DEGRADED when it says it is not.
+
+    PENDING while the queue does not exist or Kueue has not reported on it yet. The
+    accelerator resource defaults to the queue's one non-cpu, non-memory covered resource.
+    """
+    if cluster_queue is None:
+        return PoolClassification(
+            ResourceState.PENDING, "The pool's queue has not been created yet.", PoolUsage()
+        )
+    resource = resource_name or accelerator_resource_of(cluster_queue) or "accelerators"
+    snapshot = pool_snapshot(cluster_queue, name_of(cluster_queue))
+    usage = PoolUsage(
+        accelerators_admitted=int(snapshot.in_use.get(resource, Decimal(0))),
+        workloads_admitted=snapshot.workloads_admitted,
+        workloads_pending=snapshot.workloads_pending,
+    )
+    active = condition(cluster_queue, "Active")
+    if active is None:
+        reason = f"Waiting for Kueue to activate cluster queue {name_of(cluster_queue)}."
+        return PoolClassification(ResourceState.PENDING, reason, usage)
+    if active.get("status") != "True":
+        message = str(active.get("message") or active.get("reason") or "no reason given")
+        reason = f"The pool cannot admit workloads: {message.rstrip('.')}."
+        return PoolClassification(ResourceState.DEGRADED, reason, usage)
+    quota = int(snapshot.quota.get(resource, Decimal(0)))
+    reason = (
+        f"Ready: {usage.accelerators_admitted} of {quota} {resource} in use by "
+        f"{_workloads(usage.workloads_admitted)}, {_workloads(usage.workloads_pending)} waiting."
+    )
+    return PoolClassification(ResourceState.READY, reason, usage)

@@ -1,0 +1,238 @@
+"""The sentences of workload reasons: user vocabulary, with the numbers that let them act.
+
+Every function returns one or more whole sentences ending in a full stop. They speak of the
+workload's pool, image, memory and runtime, the names a user submitted, not of Kueue
+internals; Kubernetes' own message is quoted only where it adds a fact (which nodes lacked
+what).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from app.domain.classify_evidence import ClassifyContext
+
+_QUOTA_RESOURCE = re.compile(r"quota for ([^\s,]+)")
+_INSUFFICIENT = re.compile(r"Insufficient ([^\s,]+)")
+
+#: Why Kueue preempted a workload (condition `Preempted`), in pool terms.
+_PREEMPTED_BY = {
+    "InClusterQueue": "a higher-priority workload in the same pool",
+    "InCohortReclamation": "another pool reclaiming quota it had lent",
+    "InCohortFairSharing": "fair sharing with other pools",
+    "InCohortReclaimWhileBorrowing": "another pool while this pool was borrowing quota",
+}
+
+#: Why Kueue evicted a workload (condition `Evicted`), other than preemption.
+_EVICTED_BECAUSE = {
+    "PodsReadyTimeout": "its pods did not become ready in time",
+    "AdmissionCheck": "an admission check failed",
+    "ClusterQueueStopped": "the pool's queue was stopped",
+    "LocalQueueStopped": "the pool's queue in the project was stopped",
+    "Deactivated": "it was deactivated",
+    "NodeFailures": "a node it ran on failed",
+    "MaximumExecutionTimeExceeded": "it ran past its maximum execution time",
+}
+
+
+def sentence(text: str) -> str:
+    """`text` with exactly one closing full stop."""
+    return text.rstrip().rstrip(".") + "."
+
+
+def amount(resource: str, value: Decimal) -> str:
+    """`8 nvidia.com/gpu`, `32 cpu`, `256Gi memory`."""
+    if resource == "memory":
+        return f"{format_bytes(value)} memory"
+    if resource == "cpu":
+        return f"{format_cpu(value)} cpu"
+    return f"{format_cpu(value)} {resource}"
+
+
+def requested(context: ClassifyContext, resource: str) -> Decimal:
+    """The workload's total request of `resource` over all replicas."""
+    per_replica: Decimal
+    if resource == context.accelerator_resource:
+        per_replica = Decimal(context.accelerators)
+    elif resource in ("cpu", "memory"):
+        try:
+            per_replica = parse_quantity(context.cpu if resource == "cpu" else context.memory)
+        except QuantityError:
+            per_replica = Decimal(0)
+    else:
+        per_replica = Decimal(0)
+    return per_replica * context.replicas
+
+
+def duration(seconds: int) -> str:
+    """`3600` → `1h`, `5400` → `1h 30m`, `59` → `59s`."""
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return " ".join(parts)
+
+
+def enumerate_names(names: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _short_resource(context: ClassifyContext, message: str) -> str:
+    """The resource Kueue named as short, else the first one the pool numbers show short."""
+    named = _QUOTA_RESOURCE.search(message)
+    if named:
+        return named.group(1)
+    candidates = [context.accelerator_resource, "cpu", "memory"]
+    if context.accelerators <= 0:
+        candidates.remove(context.accelerator_resource)
+    pool = context.pool
+    if pool is not None:
+        for resource in candidates:
+            free = pool.quota.get(resource, Decimal(0)) - pool.in_use.get(resource, Decimal(0))
+            if requested(context, resource) > free:
+                return resource
+    return candidates[0]
+
+
+def waiting_for_quota(context: ClassifyContext, message: str) -> str:
+    """Which pool, how much was asked, how much the pool has and how much is in use."""
+    resource = _short_resource(context, message)
+    asked = requested(context, resource)
+    head = f"Waiting for quota in pool {context.pool_name}: asked for {amount(resource, asked)}"
+    pool = context.pool
+    if pool is None or resource not in pool.quota:
+        return sentence(f"{head}; Kueue says: {message}" if message else head)
+    total, used = pool.quota[resource], pool.in_use.get(resource, Decimal(0))
+    number = amount(resource, total).split(" ")[0]
+    if asked > total:
+        return sentence(
+            f"{head}, but the pool has only {number} in total, so it can never be admitted; "
+            f"lower the request or raise the pool's quota"
+        )
+    in_use = amount(resource, used).split(" ")[0]
+    return sentence(
+        f"{head}, the pool has {number} with {in_use} in use by "
+        f"{_plural(pool.workloads_admitted, 'workload')}"
+    )
+
+
+def not_admissible(context: ClassifyContext, message: str) -> str:
+    """Kueue refuses to consider the workload for a reason other than quota."""
+    return sentence(
+        f"Queued in pool {context.pool_name}, but Kueue cannot admit it yet: "
+        f"{message or 'no reason given'}"
+    )
+
+
+def queued(context: ClassifyContext) -> str:
+    return sentence(f"Queued in pool {context.pool_name}, waiting for Kueue to consider it")
+
+
+def pending() -> str:
+    return "Accepted; the Job has not been created yet."
+
+
+def evicted(context: ClassifyContext, reason: str, preempted_by: str | None, requeued: bool) -> str:
+    """Preempted or evicted: by what, and whether it went back to the queue."""
+    if reason == "Preempted":
+        cause = _PREEMPTED_BY.get(preempted_by or "", "a higher-priority workload")
+        what = f"Preempted by {cause}"
+    else:
+        what = f"Evicted because {_EVICTED_BECAUSE.get(reason, reason or 'Kueue stopped it')}"
+    if requeued:
+        return sentence(f"{what}; requeued in pool {context.pool_name}, waiting for quota again")
+    return sentence(f"{what}; it was not requeued")
+
+
+def _placement(nodes: Sequence[str], products: Sequence[str]) -> str:
+    where = f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {enumerate_names(nodes)}"
+    return f"{where} ({', '.join(products)})" if products else where
+
+
+def running(count: int, total: int, nodes: Sequence[str], products: Sequence[str]) -> str:
+    """`1 of 1 pods running on node gpu-node-1 (NVIDIA-H100-80GB-HBM3).`"""
+    return sentence(f"{count} of {total} pods running on {_placement(nodes, products)}")
+
+
+def succeeded(total: int, nodes: Sequence[str], products: Sequence[str], took: int | None) -> str:
+    where = f" on {_placement(nodes, products)}" if nodes else ""
+    after = f" in {duration(took)}" if took is not None else ""
+    return sentence(f"Succeeded: {total} of {total} pods completed{where}{after}")
+
+
+def admitted(cluster_queue: str | None, flavor: str | None, starting: int) -> str:
+    where = f" on flavor {flavor}" if flavor else ""
+    queue = f" by cluster queue {cluster_queue}" if cluster_queue else ""
+    doing = f"starting {_plural(starting, 'pod')}" if starting else "waiting for its pods"
+    return sentence(f"Admitted{queue}{where}; {doing}")
+
+
+def unschedulable(context: ClassifyContext, message: str) -> str:
+    """Which resource no node had (from the scheduler's `Insufficient <resource>`)."""
+    short = [m.rstrip(".") for m in _INSUFFICIENT.findall(message)]
+    if short:
+        needs = [amount(r, requested(context, r) / max(context.replicas, 1)) for r in short]
+        lack = f"no node has {enumerate_names(needs)} free for a pod"
+    elif "affinity" in message or "selector" in message:
+        lack = "no node carries the labels of the pool's accelerator flavor"
+    elif "taint" in message:
+        lack = "every node has a taint the pod does not tolerate"
+    else:
+        lack = "no node can run a pod"
+    return sentence(f"Admitted, but {lack} (the scheduler says: {message.rstrip('.')})")
+
+
+def image_not_pulled(image: str, why: str, context: ClassifyContext) -> str:
+    return sentence(
+        f"The image {image} could not be pulled ({why}); check its name and tag and that the "
+        f"cluster may pull it. The workload keeps waiting until its maximum runtime of "
+        f"{duration(context.max_runtime_seconds)} ends it"
+    )
+
+
+def container_not_created(why: str, message: str) -> str:
+    return sentence(f"The container could not be created ({why}): {message or 'no details'}")
+
+
+def out_of_memory(container: str, limit: str, node: str | None) -> str:
+    where = f" on node {node}" if node else ""
+    return sentence(
+        f"Container {container} ran out of memory and was killed (OOMKilled){where}: its memory "
+        f"limit is {limit}; raise `memory` to give it more"
+    )
+
+
+def deadline_exceeded(context: ClassifyContext, image: str | None) -> str:
+    limit = context.max_runtime_seconds
+    text = (
+        f"Stopped after exceeding the maximum runtime of {limit} seconds ({duration(limit)}); "
+        f"raise `max_runtime_seconds` if it needs longer"
+    )
+    if image:
+        text += f". Its image {image} could never be pulled, so it never started"
+    return sentence(text)
+
+
+def exited(code: int, node: str | None, attempts: int) -> str:
+    where = f" on node {node}" if node else ""
+    tries = f" after {_plural(attempts, 'attempt')}" if attempts > 1 else ""
+    return sentence(f"Failed{tries}: container main exited with code {code}{where}")
+
+
+def failed(reason: str, message: str) -> str:
+    return sentence(f"Failed ({reason or 'unknown reason'}): {message or 'no details'}")

@@ -1,0 +1,124 @@
+"""The evidence classify reports: where and how a workload ran, as API.md's status shows it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from app.domain.classify_evidence import Accelerator, Admission, Evidence, JobRef, merge_evidence
+from tests.support.kube_builders import make_job, make_node
+
+AT = datetime(2026, 8, 1, 10, 0, 1, tzinfo=UTC)
+STARTED = datetime(2026, 8, 1, 10, 0, 5, tzinfo=UTC)
+FINISHED = datetime(2026, 8, 1, 10, 2, 5, tzinfo=UTC)
+
+
+def test_a_successful_run_records_job_admission_node_accelerator_and_times() -> None:
+    scenario = make_job("train-7b").admitted().succeeded(node="gpu-node-1").build()
+    assert scenario.job is not None
+
+    evidence = scenario.classify().evidence
+
+    assert evidence == Evidence(
+        job=JobRef(name=scenario.job["metadata"]["name"], uid=scenario.job["metadata"]["uid"]),
+        admission=Admission(
+            cluster_queue="aicp-research-h100-pool", flavor="h100-80g", admitted_at=AT
+        ),
+        nodes=("gpu-node-1",),
+        accelerator=Accelerator(product="NVIDIA-H100-80GB-HBM3", memory_mib=81920, count=8),
+        attempts=1,
+        started_at=STARTED,
+        finished_at=FINISHED,
+        exit_code=0,
+    )
+
+
+def test_the_evidence_encodes_to_the_api_status_field_names() -> None:
+    evidence = make_job().admitted().running(node="gpu-node-1").build().classify().evidence
+
+    encoded = msgspec.json.decode(msgspec.json.encode(evidence))
+
+    assert set(encoded) == {
+        "job",
+        "admission",
+        "nodes",
+        "accelerator",
+        "attempts",
+        "started_at",
+        "finished_at",
+        "exit_code",
+    }
+    assert encoded["admission"]["admitted_at"] == "2026-08-01T10:00:01Z"
+    assert encoded["accelerator"] == {
+        "product": "NVIDIA-H100-80GB-HBM3",
+        "memory_mib": 81920,
+        "count": 8,
+    }
+    assert encoded["finished_at"] is None and encoded["exit_code"] is None
+
+
+def test_accelerator_memory_comes_from_the_node_label_of_a_real_gfd_node() -> None:
+    builder = make_job().admitted().running(node="dgx-7")
+    builder.nodes = [make_node("dgx-7", memory_mib=81559)]
+
+    accelerator = builder.build().classify().evidence.accelerator
+
+    assert accelerator == Accelerator(product="NVIDIA-H100-80GB-HBM3", memory_mib=81559, count=8)
+
+
+def test_the_accelerator_count_covers_every_replica() -> None:
+    evidence = make_job(accelerators=4, replicas=2).admitted().running().build().classify().evidence
+
+    assert evidence.accelerator is not None and evidence.accelerator.count == 8
+    assert evidence.nodes == ("gpu-node-1", "gpu-node-2")
+
+
+def test_a_cpu_only_workload_has_no_accelerator_evidence() -> None:
+    evidence = make_job(accelerators=0).admitted().running().build().classify().evidence
+
+    assert evidence.accelerator is None
+
+
+def test_a_failed_run_records_the_exit_code_and_every_attempt() -> None:
+    evidence = make_job(retries=1).admitted().failed(exit_code=42).build().classify().evidence
+
+    assert evidence.exit_code == 42
+    assert evidence.attempts == 2
+    assert evidence.finished_at == FINISHED
+
+
+def test_an_oom_kill_records_exit_code_137() -> None:
+    evidence = make_job().admitted().oom_killed().build().classify().evidence
+
+    assert evidence.exit_code == 137
+
+
+def test_a_queued_workload_has_a_job_but_no_admission_nodes_or_attempts() -> None:
+    evidence = make_job().waiting_for_quota().build().classify().evidence
+
+    assert evidence.job is not None
+    assert evidence.admission is None and evidence.nodes == () and evidence.attempts == 0
+    assert evidence.accelerator is None and evidence.started_at is None
+
+
+def test_preemption_clears_the_admission_and_merge_keeps_what_was_recorded() -> None:
+    recorded = make_job().admitted().running(node="gpu-node-1").build().classify().evidence
+    after = make_job().admitted().running(node="gpu-node-1").preempted().build().classify().evidence
+
+    merged = merge_evidence(recorded, after)
+
+    assert after.admission is None and after.nodes == ()
+    assert merged.admission == recorded.admission
+    assert merged.nodes == ("gpu-node-1",)
+    assert merged.attempts == 1
+
+
+def test_merging_after_a_recreated_job_keeps_old_nodes_and_takes_new_facts() -> None:
+    first = make_job().admitted().running(node="gpu-node-1").build().classify().evidence
+    second = make_job().admitted().succeeded(node="gpu-node-2").build().classify().evidence
+
+    merged = merge_evidence(first, second)
+
+    assert merged.nodes == ("gpu-node-1", "gpu-node-2")
+    assert merged.exit_code == 0 and merged.finished_at == FINISHED

@@ -1,0 +1,128 @@
+"""classify_pool and pool_snapshot: a pool's state, reason and usage from its ClusterQueue."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from app.domain.classify_pool import PoolUsage, classify_pool, pool_snapshot
+from app.domain.render import PoolIdentity, render_cluster_queue
+from app.domain.specs import BindingPut, Quota
+from app.domain.states import ResourceState
+
+H100 = BindingPut(resource_name="nvidia.com/gpu", flavor="h100-80g")
+POOL = PoolIdentity(project="research", pool="h100-pool", accelerator_class="h100-80g")
+
+
+def _cluster_queue(
+    *,
+    active: str | None = "True",
+    gpus: str | int = 8,
+    admitted: int = 1,
+    pending: int = 2,
+    message: str = "Can admit new workloads",
+) -> dict[str, Any]:
+    """The rendered ClusterQueue, with status as Kueue v1beta2 reports it."""
+    queue = render_cluster_queue(POOL, Quota(accelerators=16, cpu="256", memory="2Ti"), H100)
+    queue["metadata"]["uid"] = "cq-uid"
+    status: dict[str, Any] = {
+        "flavorsUsage": [
+            {
+                "name": "h100-80g",
+                "resources": [
+                    {"name": "cpu", "total": "32", "borrowed": "0"},
+                    {"name": "memory", "total": "256Gi", "borrowed": "0"},
+                    {"name": "nvidia.com/gpu", "total": gpus, "borrowed": "0"},
+                ],
+            }
+        ],
+        "admittedWorkloads": admitted,
+        "reservingWorkloads": admitted,
+        "pendingWorkloads": pending,
+    }
+    if active is not None:
+        reason = "Ready" if active == "True" else "FlavorNotFound"
+        status["conditions"] = [
+            {
+                "type": "Active",
+                "status": active,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": "2026-08-01T10:00:00Z",
+            }
+        ]
+    queue["status"] = status
+    return queue
+
+
+@pytest.mark.parametrize(
+    ("queue", "state", "reason"),
+    [
+        pytest.param(
+            None,
+            ResourceState.PENDING,
+            "The pool's queue has not been created yet.",
+            id="no-cluster-queue-is-pending",
+        ),
+        pytest.param(
+            _cluster_queue(active=None),
+            ResourceState.PENDING,
+            "Waiting for Kueue to activate cluster queue aicp-research-h100-pool.",
+            id="no-active-condition-yet-is-pending",
+        ),
+        pytest.param(
+            _cluster_queue(),
+            ResourceState.READY,
+            "Ready: 8 of 16 nvidia.com/gpu in use by 1 workload, 2 workloads waiting.",
+            id="active-queue-is-ready-with-usage",
+        ),
+        pytest.param(
+            _cluster_queue(
+                active="False",
+                message="Can't admit new workloads: references missing ResourceFlavor(s): "
+                "h100-80g.",
+            ),
+            ResourceState.DEGRADED,
+            "The pool cannot admit workloads: Can't admit new workloads: references missing "
+            "ResourceFlavor(s): h100-80g.",
+            id="inactive-queue-is-degraded-with-kueues-reason",
+        ),
+    ],
+)
+def test_classify_pool_reports_state_and_reason(
+    queue: dict[str, Any] | None, state: ResourceState, reason: str
+) -> None:
+    result = classify_pool(queue)
+
+    assert (result.state, result.reason) == (state, reason)
+
+
+def test_usage_counts_admitted_accelerators_and_workloads() -> None:
+    _, _, usage = classify_pool(_cluster_queue(gpus="12", admitted=3, pending=0))
+
+    assert usage == PoolUsage(accelerators_admitted=12, workloads_admitted=3, workloads_pending=0)
+
+
+def test_a_queue_without_status_has_zero_usage() -> None:
+    queue = _cluster_queue()
+    del queue["status"]
+
+    assert classify_pool(queue).usage == PoolUsage()
+
+
+def test_the_snapshot_has_nominal_quota_and_usage_per_resource() -> None:
+    snapshot = pool_snapshot(_cluster_queue(gpus=8), "h100-pool")
+
+    assert snapshot.quota == {
+        "cpu": Decimal(256),
+        "memory": Decimal(2 * 2**40),
+        "nvidia.com/gpu": Decimal(16),
+    }
+    assert snapshot.in_use == {
+        "cpu": Decimal(32),
+        "memory": Decimal(256 * 2**30),
+        "nvidia.com/gpu": Decimal(8),
+    }
+    assert (snapshot.workloads_admitted, snapshot.workloads_pending) == (1, 2)
