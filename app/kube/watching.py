@@ -103,6 +103,7 @@ class Informer:
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self._handlers: list[Handler] = []
+        self._progressed = False
         self._task: asyncio.Task[None] | None = None
 
     # -- reading -------------------------------------------------------------------------------
@@ -150,39 +151,32 @@ class Informer:
     async def run(self) -> None:
         """List, then watch and resume forever; only cancellation ends it."""
         while True:
+            self._progressed = False
+            retry_after: float | None = None
             try:
                 if self.resource_version is None:
                     await self._relist()
-                    self.backoff.reset()
-                if await self._watch():
-                    self.backoff.reset()
-                    self._restarted("closed")
-                    continue
-                delay = self.backoff.next()
-                self._restarted("closed")
+                await self._watch()
+                reason = "closed"
             except Gone as exc:
-                # The version we hold is no longer in the server's history: only a list can
-                # resynchronise. Immediately the first time; back off if it keeps happening.
+                # The version we hold has left the server's history: only a list resyncs.
                 log.info("%s watch expired, relisting: %s", self.kind, exc.message)
                 self.resource_version = None
-                self._restarted("gone")
-                if self.backoff.attempt == 0:
-                    self.backoff.attempt = 1
-                    continue
-                delay = self.backoff.next()
+                reason = "gone"
             except KubeError as exc:
-                reason = _reason(exc)
-                delay = self.backoff.next()
-                if exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
-                log.warning(
-                    "%s list/watch failed (%s), retrying in %.2fs: %s",
-                    self.kind,
-                    reason,
-                    delay,
-                    exc.message,
-                )
-                self._restarted(reason)
+                reason, retry_after = _reason(exc), exc.retry_after
+                log.warning("%s list/watch failed (%s): %s", self.kind, reason, exc.message)
+            self._restarted(reason)
+            if self._progressed:
+                # A list completed or the stream carried events: the server works again.
+                self.backoff.reset()
+            if reason in ("closed", "gone") and self.backoff.attempt == 0:
+                # Resume (or relist) at once; an immediate repeat without progress backs off.
+                self.backoff.attempt = 1
+                continue
+            delay = self.backoff.next()
+            if retry_after is not None:
+                delay = max(delay, retry_after)
             await asyncio.sleep(delay)
 
     # -- list ----------------------------------------------------------------------------------
@@ -230,14 +224,15 @@ class Informer:
             elif resource_version_of(old) != resource_version_of(obj):
                 self._notify("MODIFIED", obj)
         self.resource_version = version
+        self._progressed = True
         if not self.synced.is_set():
             self.synced.set()
             INFORMER_SYNCED.labels(self.kind).set(1)
 
     # -- watch ---------------------------------------------------------------------------------
 
-    async def _watch(self) -> bool:
-        """One WATCH from `resource_version` until the stream ends; True if it carried anything.
+    async def _watch(self) -> None:
+        """One WATCH from `resource_version` until the stream ends.
 
         Raises `Gone` on 410 and another `KubeError` on any other failure.
         """
@@ -253,7 +248,6 @@ class Informer:
         if self.label_selector:
             query["label_selector"] = self.label_selector
         call = self.resource.method(self.kube, "list", self.namespace)
-        seen = False
         with translated():
             response = await call(
                 _preload_content=False,
@@ -269,10 +263,9 @@ class Informer:
                 async for line in response.content:
                     if line.strip():
                         self._on_line(line)
-                        seen = True
+                        self._progressed = True
             finally:
                 response.release()
-        return seen
 
     def _on_line(self, line: bytes) -> None:
         try:
