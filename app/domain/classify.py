@@ -31,6 +31,7 @@ from app.domain.classify_kube import (
     index_by_name,
     is_terminating,
     is_true,
+    job_count,
     main_container,
     main_status,
     node_name,
@@ -101,6 +102,22 @@ def _failed(
         )
         return reasons.exited(int(evidence.exit_code or 0), node, evidence.attempts)
     return reasons.failed(why, message)
+
+
+def _previous_attempt(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
+    """What ended the latest failed pod, for a workload that is running again on a retry."""
+    failed = [(pod, state) for pod in pods if (state := terminated(pod)) and phase(pod) == "Failed"]
+    pod, state = max(
+        failed, key=lambda pair: str(pair[1].get("finishedAt") or ""), default=({}, {})
+    )
+    code = state.get("exitCode")
+    return reasons.previous_attempt(
+        evidence.attempts,
+        context.retries + 1,
+        code if isinstance(code, int) else None,
+        node_name(pod) if pod else None,
+        state.get("reason") == "OOMKilled",
+    )
 
 
 def _evicted(workload: KubeObject | None, context: ClassifyContext) -> str | None:
@@ -188,6 +205,8 @@ def classify(
         on = sorted({name for pod in running if (name := node_name(pod))})
         total = field(job, "spec", "parallelism") or context.replicas
         reason = reasons.running(len(running), int(total), on, _products(on, node_index))
+        if job_count(job, "failed") > 0:
+            reason += " " + _previous_attempt(mine, context, evidence)
         return Classification(WorkloadState.RUNNING, reason, evidence)
 
     admitted = (

@@ -35,6 +35,8 @@ from app.domain.classify_kube import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
+    from app.domain.specs import WorkloadSpec
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -97,9 +99,28 @@ class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
     cpu: str
     memory: str
     replicas: int = 1
+    retries: int = 0
     image: str = ""
     max_runtime_seconds: int = 86400
     pool: PoolSnapshot | None = None
+
+
+def context_for(
+    spec: WorkloadSpec, *, accelerator_resource: str, pool: PoolSnapshot | None = None
+) -> ClassifyContext:
+    """The classification context of a workload spec (its pool's binding gives the resource)."""
+    return ClassifyContext(
+        pool_name=spec.compute_pool,
+        accelerator_resource=accelerator_resource,
+        accelerators=spec.accelerators,
+        cpu=spec.cpu,
+        memory=spec.memory,
+        replicas=spec.replicas,
+        retries=spec.retries,
+        image=spec.image,
+        max_runtime_seconds=spec.max_runtime_seconds,
+        pool=pool,
+    )
 
 
 def _admission(workload: KubeObject | None, resource: str) -> Admission | None:

@@ -169,6 +169,20 @@ def running(count: int, total: int, nodes: Sequence[str], products: Sequence[str
     return sentence(f"{count} of {total} pods running on {_placement(nodes, products)}")
 
 
+def previous_attempt(
+    attempt: int, allowed: int, code: int | None, node: str | None, oom: bool
+) -> str:
+    """`Attempt 2 of 3; the previous one exited with code 3 on node gpu-node-1.`"""
+    if oom:
+        how = "ran out of memory (OOMKilled)"
+    elif code is not None:
+        how = f"exited with code {code}"
+    else:
+        how = "failed"
+    where = f" on node {node}" if node else ""
+    return sentence(f"Attempt {attempt} of {allowed}; the previous one {how}{where}")
+
+
 def succeeded(total: int, nodes: Sequence[str], products: Sequence[str], took: int | None) -> str:
     where = f" on {_placement(nodes, products)}" if nodes else ""
     after = f" in {duration(took)}" if took is not None else ""

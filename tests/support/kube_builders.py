@@ -15,8 +15,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.classify import Classification, ClassifyContext, classify
-from app.domain.classify_evidence import PoolSnapshot
+from app.domain.classify import Classification, classify
+from app.domain.classify_evidence import ClassifyContext, PoolSnapshot, context_for
 from app.domain.quantity import parse_quantity
 from app.domain.render import JobIdentity, render_job
 from app.domain.specs import WorkloadSpec
@@ -314,6 +314,17 @@ class JobBuilder:
         self.job["status"].update(startTime=STARTED, active=len(self.pods), ready=len(self.pods))
         return self
 
+    def retrying(
+        self, exit_code: int = 3, *, failed_on: str = "gpu-node-1", node: str = "gpu-node-2"
+    ) -> JobBuilder:
+        """The first pod failed (or was OOMKilled with 137); its replacement runs on `node`."""
+        reason = "OOMKilled" if exit_code == 137 else "Error"
+        first = self._pod(0, failed_on, "Failed", self._ended(reason, exit_code))
+        second = self._pod(1, node, "Running", {"running": {"startedAt": FINISHED}})
+        self.pods = [first, second]
+        self.job["status"].update(startTime=STARTED, active=1, ready=1, failed=1)
+        return self
+
     def starting(self, node: str = "gpu-node-1") -> JobBuilder:
         waiting = {"waiting": {"reason": "ContainerCreating"}}
         self.pods = [self._pod(i, node, "Pending", waiting) for i in range(self.spec.replicas)]
@@ -413,17 +424,7 @@ class JobBuilder:
         return self
 
     def build(self) -> Scenario:
-        context = ClassifyContext(
-            pool_name=self.spec.compute_pool,
-            accelerator_resource=GPU,
-            accelerators=self.spec.accelerators,
-            cpu=self.spec.cpu,
-            memory=self.spec.memory,
-            replicas=self.spec.replicas,
-            image=self.spec.image,
-            max_runtime_seconds=self.spec.max_runtime_seconds,
-            pool=self.pool,
-        )
+        context = context_for(self.spec, accelerator_resource=GPU, pool=self.pool)
         return Scenario(
             job=copy.deepcopy(self.job) if self.exists else None,
             workload=copy.deepcopy(self.workload),

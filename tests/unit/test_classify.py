@@ -94,6 +94,20 @@ CASES = [
         id="running-replicas-name-every-node",
     ),
     pytest.param(
+        lambda: make_job(retries=2).admitted().retrying(exit_code=3),
+        RUNNING,
+        "1 of 1 pods running on node gpu-node-2 (NVIDIA-H100-80GB-HBM3). Attempt 2 of 3; the "
+        "previous one exited with code 3 on node gpu-node-1.",
+        id="running-a-retry-explains-the-failed-attempt",
+    ),
+    pytest.param(
+        lambda: make_job(retries=1).admitted().retrying(exit_code=137),
+        RUNNING,
+        "1 of 1 pods running on node gpu-node-2 (NVIDIA-H100-80GB-HBM3). Attempt 2 of 2; the "
+        "previous one ran out of memory (OOMKilled) on node gpu-node-1.",
+        id="running-a-retry-after-an-oom-kill-says-so",
+    ),
+    pytest.param(
         lambda: _without_workload(make_job().admitted().running(node="gpu-node-2")),
         RUNNING,
         "1 of 1 pods running on node gpu-node-2 (NVIDIA-H100-80GB-HBM3).",
