@@ -108,6 +108,10 @@ class Store(DeletionMixin):
     def _key(self, rt: ResourceType, namespace: str | None, name: str) -> Key:
         return (namespace or "" if rt.namespaced else "", name)
 
+    def entry(self, rt: ResourceType, namespace: str | None, name: str) -> Stored | None:
+        """The stored entry (shared, never to be mutated): the HTTP layer serves its `raw`."""
+        return self.tables[rt.key].get(self._key(rt, namespace, name))
+
     def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj | None:
         entry = self.tables[rt.key].get(self._key(rt, namespace, name))
         return None if entry is None else decode(entry.raw)
@@ -145,6 +149,10 @@ class Store(DeletionMixin):
             rt, namespace, label_selector=label_selector, field_selector=field_selector
         )
         return [decode(e.raw) for e in found]
+
+    def set_pod_log(self, namespace: str, name: str, text: str) -> None:
+        """What the pod "printed" (served by `GET …/pods/<name>/log`); no event, no RV."""
+        self.pod_logs[(namespace, name)] = text
 
     # ---- writes ------------------------------------------------------------------------------
 

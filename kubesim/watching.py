@@ -129,6 +129,16 @@ class Watcher:
         self.delivered += 1
         return event_type, change
 
+    def take(self, limit: int) -> list[tuple[str, Change]]:
+        """Up to `limit` events that are already queued, without waiting."""
+        out: list[tuple[str, Change]] = []
+        while self._items and len(out) < limit:
+            out.append(self._items.popleft())
+        if out:
+            self.last_rv = out[-1][1].rv
+            self.delivered += len(out)
+        return out
+
     def pending(self) -> int:
         return len(self._items)
 

@@ -1,0 +1,114 @@
+"""Admin endpoints under `/_sim/` (never under Kubernetes paths):
+
+- `POST /_sim/faults` (JSON, see `kubesim.faults`) → the current settings; `DELETE` clears.
+- `GET /_sim/stats` → request counters; `POST /_sim/stats/reset` zeroes them.
+- `POST /_sim/time {"advance_seconds": N}` → advances the simulated clock; `GET` reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from kubesim.app_state import STATE
+from kubesim.faults import Faults
+from kubesim.model import StoreError, error_status
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def _json(obj: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=msgspec.json.encode(obj), status=status, content_type="application/json"
+    )
+
+
+async def _read(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    try:
+        body = msgspec.json.decode(raw) if raw else {}
+    except msgspec.DecodeError as exc:
+        raise StoreError(400, "BadRequest", f"invalid JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise StoreError(400, "BadRequest", "expected a JSON object")
+    return body
+
+
+async def post_faults(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    try:
+        actions = state.faults.update(await _read(request))
+    except StoreError as err:
+        return _json(error_status(err), err.code)
+    if actions.get("shrink_watch_history"):
+        state.store.hub.shrink(state.store.resource_version)
+    refuse = actions.get("refuse_connections_seconds")
+    if refuse:
+        if state.restart is None:
+            return _json({"error": "this server cannot restart itself"}, 400)
+        # Restart after this response has been written; hold the task so it is not collected.
+        task = asyncio.get_running_loop().create_task(_restart_later(state.restart, float(refuse)))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+    return _json(state.faults.as_dict())
+
+
+async def _restart_later(restart: Any, seconds: float) -> None:
+    await asyncio.sleep(0.05)
+    await restart(seconds)
+
+
+async def delete_faults(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    state.faults = Faults()
+    return _json(state.faults.as_dict())
+
+
+async def get_faults(request: web.Request) -> web.Response:
+    return _json(request.app[STATE].faults.as_dict())
+
+
+async def get_stats(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    body = state.stats.as_dict()
+    body["resource_version"] = state.store.resource_version
+    body["watchers"] = len(state.http_watchers)
+    return _json(body)
+
+
+async def reset_stats(request: web.Request) -> web.Response:
+    request.app[STATE].stats.reset()
+    return _json({"total": 0})
+
+
+async def post_time(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    body = await _read(request)
+    try:
+        seconds = float(body.get("advance_seconds", 0))
+        state.clock.advance(seconds)
+    except (TypeError, ValueError) as exc:
+        return _json(error_status(StoreError(400, "BadRequest", str(exc))), 400)
+    return _json({"now": state.clock.now(), "now_rfc3339": state.clock.now_rfc3339()})
+
+
+async def get_time(request: web.Request) -> web.Response:
+    clock = request.app[STATE].clock
+    return _json(
+        {"now": clock.now(), "now_rfc3339": clock.now_rfc3339(), "time_scale": clock.time_scale}
+    )
+
+
+def admin_routes() -> list[web.RouteDef]:
+    return [
+        web.post("/_sim/faults", post_faults),
+        web.delete("/_sim/faults", delete_faults),
+        web.get("/_sim/faults", get_faults),
+        web.get("/_sim/stats", get_stats),
+        web.post("/_sim/stats/reset", reset_stats),
+        web.post("/_sim/time", post_time),
+        web.get("/_sim/time", get_time),
+    ]

@@ -1,0 +1,173 @@
+"""`Cluster`: kubesim in a running event loop — the store, the HTTP server and (optionally) the
+controllers — with its URL and a kubeconfig for clients.
+
+    async with Cluster(nodes=2, controllers=False) as cluster:
+        cluster.write_kubeconfig(path)   # or use cluster.url
+
+`time_scale=0` stops the simulated clock (advance it with `POST /_sim/time` or
+`cluster.clock.advance`). The apiserver "restart" fault closes every connection and the
+listening socket, refuses connections for a while, then listens again on the same port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from aiohttp import web
+
+from kubesim.app_state import AppState
+from kubesim.clock import Clock
+from kubesim.http import make_app
+from kubesim.store import Store
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value else default
+
+
+class Cluster:
+    def __init__(
+        self,
+        nodes: int = 2,
+        gpus_per_node: int = 8,
+        gpu_profile: str = "h100",
+        time_scale: float = 1.0,
+        port: int = 0,
+        controllers: bool = True,
+        *,
+        host: str = "127.0.0.1",
+        bookmark_interval: float | None = None,
+        watch_history: int | None = None,
+        watch_queue_size: int | None = None,
+    ) -> None:
+        """Knobs beyond the contract (also from the environment): `bookmark_interval`
+        (`KUBESIM_BOOKMARK_SECONDS`, default 10), `watch_history` events kept for resumes
+        (`KUBESIM_WATCH_HISTORY`, default 20000), `watch_queue_size` events a watcher may lag
+        before its 410 (`KUBESIM_WATCH_QUEUE`, default 10000)."""
+        self.nodes, self.gpus_per_node, self.gpu_profile = nodes, gpus_per_node, gpu_profile
+        self.port, self.host, self.with_controllers = port, host, controllers
+        self.clock = Clock(time_scale)
+        history = watch_history or int(_env_float("KUBESIM_WATCH_HISTORY", 20_000))
+        self.store = Store(self.clock, history_size=history)
+        for name in BOOTSTRAP_NAMESPACES:
+            self.store.create(
+                self.store.resource("", "namespaces"),
+                {"metadata": {"name": name}},
+                manager="kube-apiserver",
+            )
+        self.state = AppState(
+            self.store,
+            self.clock,
+            bookmark_interval=bookmark_interval or _env_float("KUBESIM_BOOKMARK_SECONDS", 10.0),
+            watch_queue_size=watch_queue_size or int(_env_float("KUBESIM_WATCH_QUEUE", 10_000)),
+            restart=self.restart,
+        )
+        self._runner: web.AppRunner | None = None
+        self._controllers: Any = None
+        self._restarting: asyncio.Lock | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def _listen(self) -> None:
+        runner = web.AppRunner(
+            make_app(self.state), handle_signals=False, access_log=None, shutdown_timeout=1.0
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        self.port = runner.addresses[0][1]
+        self._runner = runner
+
+    async def _close_server(self) -> None:
+        # Watch handlers only end when their watcher does: close them first so cleanup is quick.
+        for watcher in list(self.state.http_watchers):
+            watcher.close()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def start(self) -> None:
+        """Listen (binding `port`; 0 picks a free one) and start the controllers."""
+        await self._listen()
+        if self.with_controllers:
+            try:
+                from kubesim.controllers import Controllers  # type: ignore[attr-defined,unused-ignore]
+            except ImportError:
+                log.warning("kubesim.controllers.Controllers not available; running without")
+            else:
+                self._controllers = Controllers(
+                    self.store,
+                    self.clock,
+                    nodes=self.nodes,
+                    gpus_per_node=self.gpus_per_node,
+                    gpu_profile=self.gpu_profile,
+                )
+                await self._controllers.start()
+
+    async def stop(self) -> None:
+        if self._controllers is not None:
+            controllers, self._controllers = self._controllers, None
+            await controllers.stop()
+        await self._close_server()
+
+    async def restart(self, refuse_seconds: float) -> None:
+        """An apiserver restart: drop every connection, refuse new ones for `refuse_seconds`,
+        then listen on the same port again. The store (etcd) keeps its state."""
+        if self._restarting is None:
+            self._restarting = asyncio.Lock()
+        async with self._restarting:
+            if self._runner is None:
+                return
+            await self._close_server()
+            await asyncio.sleep(refuse_seconds)
+            await self._listen()
+
+    async def __aenter__(self) -> Cluster:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def kubeconfig(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "kubesim", "cluster": {"server": self.url}}],
+            "users": [{"name": "kubesim", "user": {"token": "kubesim-token"}}],
+            "contexts": [
+                {
+                    "name": "kubesim",
+                    "context": {"cluster": "kubesim", "user": "kubesim", "namespace": "default"},
+                }
+            ],
+            "current-context": "kubesim",
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | os.PathLike[str]) -> Path:
+        """Write a kubeconfig for this cluster (plain HTTP; the token is accepted and ignored)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        return target

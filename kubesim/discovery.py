@@ -1,0 +1,81 @@
+"""Discovery documents (`/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, `/version`)
+so generic clients (kubectl, kubernetes_asyncio's dynamic client) find the served resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesim.resources import SERVED, SHORT_NAMES, group_versions, subresources
+
+VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+VERSION_INFO = {
+    "major": "1",
+    "minor": "34",
+    "gitVersion": "v1.34.0-kubesim",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.24.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
+def api_versions() -> dict[str, Any]:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    }
+
+
+def _group(name: str) -> dict[str, Any]:
+    versions = sorted({rt.version for rt in SERVED if rt.group == name})
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[-1]}
+
+
+def api_groups() -> dict[str, Any]:
+    names = sorted({rt.group for rt in SERVED if rt.group})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(n) for n in names]}
+
+
+def api_group(name: str) -> dict[str, Any] | None:
+    if not any(rt.group == name for rt in SERVED):
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
+
+
+def resource_list(group_version: str) -> dict[str, Any] | None:
+    served = group_versions().get(group_version)
+    if served is None:
+        return None
+    resources: list[dict[str, Any]] = []
+    for rt in served:
+        entry: dict[str, Any] = {
+            "name": rt.plural,
+            "singularName": rt.kind.lower(),
+            "namespaced": rt.namespaced,
+            "kind": rt.kind,
+            "verbs": VERBS,
+        }
+        if rt.plural in SHORT_NAMES:
+            entry["shortNames"] = SHORT_NAMES[rt.plural]
+        resources.append(entry)
+        for sub in subresources(rt):
+            verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
+            resources.append(
+                {
+                    "name": f"{rt.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": "Pod" if sub == "log" else rt.kind,
+                    "verbs": verbs,
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }
