@@ -1,8 +1,9 @@
 """Evidence of where and how a workload ran, gathered from its Kubernetes objects.
 
-The structs match the `status` fields of API.md's workload resource (`job`, `admission`,
-`nodes`, `accelerator`, `attempts`, `started_at`, `finished_at`, `exit_code`), so the
-reconciler can store them as they are and the API can return them as they are.
+The evidence is `app.domain.workload_resources.ObservedFacts`: the `status` fields of API.md's
+workload resource (`job`, `admission`, `nodes`, `accelerator`, `attempts`, `started_at`,
+`finished_at`, `exit_code`), so the reconciler stores it as it is in the `observed` column and
+the API returns it as it is.
 
 `gather_evidence` only reports what the objects show *now*. A Job that is deleted and
 recreated, or a Workload whose admission Kueue cleared on preemption, no longer shows earlier
@@ -31,6 +32,7 @@ from app.domain.classify_kube import (
     terminated,
     transition_time,
 )
+from app.domain.workload_resources import AcceleratorFacts, Admission, JobRef, ObservedFacts
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -40,40 +42,9 @@ if TYPE_CHECKING:
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class JobRef(msgspec.Struct, frozen=True, kw_only=True):
-    """The Job that runs the current generation."""
-
-    name: str
-    uid: str
-
-
-class Admission(msgspec.Struct, frozen=True, kw_only=True):
-    """Kueue's admission: the ClusterQueue whose quota was reserved and the flavor assigned."""
-
-    cluster_queue: str
-    flavor: str | None = None
-    admitted_at: datetime | None = None
-
-
-class Accelerator(msgspec.Struct, frozen=True, kw_only=True):
-    """The accelerators the workload got: product and memory from node labels, total count."""
-
-    product: str | None = None
-    memory_mib: int | None = None
-    count: int = 0
-
-
-class Evidence(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=False):
-    """The facts in a workload's `status`, besides state and reason."""
-
-    job: JobRef | None = None
-    admission: Admission | None = None
-    nodes: tuple[str, ...] = ()
-    accelerator: Accelerator | None = None
-    attempts: int = 0
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    exit_code: int | None = None
+#: The evidence classify reports is exactly what the reconciler stores in the workload's
+#: `observed` column and the API decodes from it: one shape, defined with the API resource.
+Evidence = ObservedFacts
 
 
 class PoolSnapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,7 +113,7 @@ def _admission(workload: KubeObject | None, resource: str) -> Admission | None:
 
 def _accelerator(
     node_names: Iterable[str], nodes: Mapping[str, KubeObject], context: ClassifyContext
-) -> Accelerator | None:
+) -> AcceleratorFacts | None:
     if context.accelerators <= 0:
         return None
     product: str | None = None
@@ -155,7 +126,7 @@ def _accelerator(
             memory = int(raw_memory)
     if product is None and memory is None:
         return None
-    return Accelerator(
+    return AcceleratorFacts(
         product=product, memory_mib=memory, count=context.accelerators * context.replicas
     )
 
@@ -215,7 +186,7 @@ def gather_evidence(
     context: ClassifyContext,
 ) -> Evidence:
     """The evidence the given objects show now (see the module docstring for what it misses)."""
-    node_names = tuple(sorted({name for pod in pods if (name := node_name(pod))}))
+    node_names = sorted({name for pod in pods if (name := node_name(pod))})
     job_name = field(job, "metadata", "name")
     job_uid = field(job, "metadata", "uid")
     return Evidence(
@@ -239,7 +210,7 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
     return Evidence(
         job=current.job or recorded.job,
         admission=current.admission or recorded.admission,
-        nodes=tuple(sorted(set(recorded.nodes) | set(current.nodes))),
+        nodes=sorted(set(recorded.nodes) | set(current.nodes)),
         accelerator=current.accelerator or recorded.accelerator,
         attempts=max(recorded.attempts, current.attempts),
         started_at=current.started_at or recorded.started_at,

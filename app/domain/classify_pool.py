@@ -1,6 +1,7 @@
 """A compute pool's state, reason and usage, read from its Kueue ClusterQueue.
 
-`classify_pool` gives the pool's `status` (API.md: `state`, `reason`, `usage`);
+`classify_pool` gives the pool's `status` (API.md: `state`, `reason`, `usage` as
+`app.domain.pool_resources.PoolUsage`);
 `pool_snapshot` gives workload classification the numbers a "waiting for quota" reason needs.
 Both are pure functions of the ClusterQueue dict (v1beta2: `status.flavorsUsage`,
 `status.admittedWorkloads`, `status.pendingWorkloads`, condition `Active`).
@@ -11,22 +12,13 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import NamedTuple
 
-import msgspec
-
 from app.domain.classify_evidence import PoolSnapshot
 from app.domain.classify_kube import KubeObject, condition, field, name_of
+from app.domain.pool_resources import PoolUsage
 from app.domain.quantity import QuantityError, parse_quantity
 from app.domain.states import ResourceState
 
 _BASE_RESOURCES = ("cpu", "memory")
-
-
-class PoolUsage(msgspec.Struct, frozen=True, kw_only=True):
-    """API.md's `status.usage` of a compute pool."""
-
-    accelerators_admitted: int = 0
-    workloads_admitted: int = 0
-    workloads_pending: int = 0
 
 
 class PoolClassification(NamedTuple):

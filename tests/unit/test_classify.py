@@ -241,4 +241,4 @@ def test_pods_of_an_older_job_with_the_same_name_are_ignored() -> None:
     result = scenario.classify()
 
     assert result.state is WorkloadState.ADMITTED
-    assert result.evidence.nodes == ()
+    assert result.evidence.nodes == []

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from app.domain.classify_evidence import Accelerator, Admission, Evidence, JobRef, merge_evidence
+from app.domain.classify_evidence import Evidence, merge_evidence
+from app.domain.workload_resources import AcceleratorFacts, Admission, JobRef, ObservedFacts
 from tests.support.kube_builders import make_job, make_node
 
 AT = datetime(2026, 8, 1, 10, 0, 1, tzinfo=UTC)
@@ -25,8 +26,8 @@ def test_a_successful_run_records_job_admission_node_accelerator_and_times() -> 
         admission=Admission(
             cluster_queue="aicp-research-h100-pool", flavor="h100-80g", admitted_at=AT
         ),
-        nodes=("gpu-node-1",),
-        accelerator=Accelerator(product="NVIDIA-H100-80GB-HBM3", memory_mib=81920, count=8),
+        nodes=["gpu-node-1"],
+        accelerator=AcceleratorFacts(product="NVIDIA-H100-80GB-HBM3", memory_mib=81920, count=8),
         attempts=1,
         started_at=STARTED,
         finished_at=FINISHED,
@@ -58,20 +59,30 @@ def test_the_evidence_encodes_to_the_api_status_field_names() -> None:
     assert encoded["finished_at"] is None and encoded["exit_code"] is None
 
 
+def test_stored_evidence_reads_back_as_the_api_status_facts() -> None:
+    evidence = make_job().admitted().succeeded(node="gpu-node-1").build().classify().evidence
+
+    stored = msgspec.json.encode(evidence)
+
+    assert msgspec.json.decode(stored, type=ObservedFacts) == evidence
+
+
 def test_accelerator_memory_comes_from_the_node_label_of_a_real_gfd_node() -> None:
     builder = make_job().admitted().running(node="dgx-7")
     builder.nodes = [make_node("dgx-7", memory_mib=81559)]
 
     accelerator = builder.build().classify().evidence.accelerator
 
-    assert accelerator == Accelerator(product="NVIDIA-H100-80GB-HBM3", memory_mib=81559, count=8)
+    assert accelerator == AcceleratorFacts(
+        product="NVIDIA-H100-80GB-HBM3", memory_mib=81559, count=8
+    )
 
 
 def test_the_accelerator_count_covers_every_replica() -> None:
     evidence = make_job(accelerators=4, replicas=2).admitted().running().build().classify().evidence
 
     assert evidence.accelerator is not None and evidence.accelerator.count == 8
-    assert evidence.nodes == ("gpu-node-1", "gpu-node-2")
+    assert evidence.nodes == ["gpu-node-1", "gpu-node-2"]
 
 
 def test_a_cpu_only_workload_has_no_accelerator_evidence() -> None:
@@ -98,7 +109,7 @@ def test_a_queued_workload_has_a_job_but_no_admission_nodes_or_attempts() -> Non
     evidence = make_job().waiting_for_quota().build().classify().evidence
 
     assert evidence.job is not None
-    assert evidence.admission is None and evidence.nodes == () and evidence.attempts == 0
+    assert evidence.admission is None and evidence.nodes == [] and evidence.attempts == 0
     assert evidence.accelerator is None and evidence.started_at is None
 
 
@@ -108,9 +119,9 @@ def test_preemption_clears_the_admission_and_merge_keeps_what_was_recorded() -> 
 
     merged = merge_evidence(recorded, after)
 
-    assert after.admission is None and after.nodes == ()
+    assert after.admission is None and after.nodes == []
     assert merged.admission == recorded.admission
-    assert merged.nodes == ("gpu-node-1",)
+    assert merged.nodes == ["gpu-node-1"]
     assert merged.attempts == 1
 
 
@@ -120,5 +131,5 @@ def test_merging_after_a_recreated_job_keeps_old_nodes_and_takes_new_facts() -> 
 
     merged = merge_evidence(first, second)
 
-    assert merged.nodes == ("gpu-node-1", "gpu-node-2")
+    assert merged.nodes == ["gpu-node-1", "gpu-node-2"]
     assert merged.exit_code == 0 and merged.finished_at == FINISHED
