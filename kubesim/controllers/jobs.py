@@ -1,0 +1,412 @@
+"""The batch/v1 Job controller and TTL-after-finished controller, after kube-controller-manager.
+
+Per Job, level-triggered from the Job and its pods:
+
+- not suspended: keep `min(parallelism, completions - succeeded)` pods (`generateName
+  <job>-`, the job labels, a controller ownerReference, finalizer
+  `batch.kubernetes.io/job-tracking`); `startTime` is set on (re)start;
+- a terminal pod is counted into `succeeded`/`failed`, then its tracking finalizer is removed
+  (status first, so a count is never lost; an in-memory set keeps it from being counted twice);
+- suspended: active pods deleted (not counted as failures), `startTime` cleared,
+  `Suspended=True` reason `JobSuspended`; resuming sets `Suspended=False` `JobResumed`;
+- terminal states take two steps, as with JobManagedBy/JobPodReplacementPolicy on:
+  `FailureTarget` (reason `BackoffLimitExceeded` when failures exceed `backoffLimit`, or
+  `DeadlineExceeded` after `activeDeadlineSeconds`, active pods then deleted and counted failed)
+  and `Failed` once no pod is left running; `SuccessCriteriaMet` reason `CompletionsReached` and
+  `Complete` plus `completionTime` likewise;
+- a finished Job with `ttlSecondsAfterFinished` is deleted (propagation Foreground) that long
+  after it finished.
+
+Not simulated: indexed completion mode, podFailurePolicy, successPolicy, the exponential
+back-off (10 s, 20 s, ...) before replacing a failed pod, pod readiness gates.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from kubesim.controllers import conditions
+from kubesim.controllers.podspec import controller_name, controller_uid
+from kubesim.controllers.runtime import Requeue, WorkQueue
+from kubesim.store import StoreError
+
+if TYPE_CHECKING:
+    from kubesim.clock import Clock
+    from kubesim.store import Store, WatchEvent
+
+log = logging.getLogger("kubesim.jobs")
+Obj = dict[str, Any]
+Key = tuple[str, str]
+MANAGER = "kube-controller-manager"
+TRACKING = "batch.kubernetes.io/job-tracking"
+MERGE = "application/merge-patch+json"
+_TERMINAL = ("Succeeded", "Failed")
+
+BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
+DEADLINE_MESSAGE = "Job was active longer than specified deadline"
+COMPLETIONS_MESSAGE = "Reached expected number of succeeded pods"
+
+
+def _epoch(value: str | None) -> float | None:
+    if not value:
+        return None
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def _finished(conds: list[Obj]) -> bool:
+    return conditions.is_true(conds, "Complete") or conditions.is_true(conds, "Failed")
+
+
+@dataclass
+class Census:
+    """A Job's pods as the controller sees them in one pass."""
+
+    active: list[Obj] = field(default_factory=list)
+    terminating: list[Obj] = field(default_factory=list)
+    ready: int = 0
+    new_succeeded: list[Obj] = field(default_factory=list)  # terminal, not yet counted
+    new_failed: list[Obj] = field(default_factory=list)
+    uncountable: list[Obj] = field(default_factory=list)  # deleted by us: drop, never count
+
+
+@dataclass
+class Step:
+    """The Job status being computed by one reconcile."""
+
+    conds: list[Obj]
+    succeeded: int
+    failed: int
+    start_time: str | None
+    completion_time: str | None
+    active: int
+    ready: int
+    requeue: Requeue = None
+
+
+def _is_ready(pod: Obj) -> bool:
+    return conditions.is_true((pod.get("status") or {}).get("conditions"), "Ready")
+
+
+class JobController:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self.jobs = store.resource("batch", "jobs")
+        self.pods = store.resource("", "pods")
+        self.queue: WorkQueue[Key] = WorkQueue(clock)
+        # Pods whose outcome is already in their Job's status while their finalizer is still on.
+        self._counted: set[str] = set()
+        # Pods this controller deleted for suspension or scale-down: not failures.
+        self._deleted_by_us: set[str] = set()
+
+    # -- informers -----------------------------------------------------------------------
+    def on_job_event(self, event: WatchEvent) -> None:
+        meta = event.object["metadata"]
+        self.queue.add((meta["namespace"], meta["name"]))
+
+    def on_pod_event(self, event: WatchEvent) -> None:
+        pod = event.object
+        name = controller_name(pod, "Job")
+        if name is None:
+            labels = pod["metadata"].get("labels") or {}
+            name = labels.get("batch.kubernetes.io/job-name")
+            if name is None or TRACKING not in (pod["metadata"].get("finalizers") or []):
+                return
+        if event.type == "DELETED":
+            self._counted.discard(pod["metadata"]["uid"])
+            self._deleted_by_us.discard(pod["metadata"]["uid"])
+        self.queue.add((pod["metadata"]["namespace"], name))
+
+    # -- helpers -------------------------------------------------------------------------
+    def _owned_pods(self, job: Obj) -> list[Obj]:
+        uid = job["metadata"]["uid"]
+        pods = self._store.list(
+            self.pods,
+            job["metadata"]["namespace"],
+            label_selector=f"batch.kubernetes.io/controller-uid={uid}",
+        )
+        return [p for p in pods if controller_uid(p, "Job") == uid]
+
+    def _drop_finalizer(self, pod: Obj) -> None:
+        finalizers = pod["metadata"].get("finalizers") or []
+        if TRACKING not in finalizers:
+            return
+        meta = pod["metadata"]
+        try:
+            self._store.patch(
+                self.pods,
+                meta["namespace"],
+                meta["name"],
+                {"metadata": {"finalizers": [f for f in finalizers if f != TRACKING] or None}},
+                content_type=MERGE,
+                manager=MANAGER,
+            )
+        except StoreError as exc:
+            if exc.code != 404:
+                raise
+
+    def _delete_pod(self, pod: Obj, *, counted_as_failure: bool) -> None:
+        if not counted_as_failure:
+            self._deleted_by_us.add(pod["metadata"]["uid"])
+        try:
+            self._store.delete(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        except StoreError as exc:
+            if exc.code != 404:
+                raise
+
+    def _create_pods(self, job: Obj, count: int) -> None:
+        meta = job["metadata"]
+        template = job["spec"]["template"]
+        labels = dict((template.get("metadata") or {}).get("labels") or {})
+        labels.update(
+            {
+                "batch.kubernetes.io/job-name": meta["name"],
+                "job-name": meta["name"],
+                "batch.kubernetes.io/controller-uid": meta["uid"],
+                "controller-uid": meta["uid"],
+            }
+        )
+        pod_meta: Obj = {
+            "generateName": f"{meta['name']}-",
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+            "finalizers": [TRACKING],
+        }
+        annotations = (template.get("metadata") or {}).get("annotations")
+        if annotations:
+            pod_meta["annotations"] = dict(annotations)
+        for _ in range(count):
+            self._store.create(
+                self.pods,
+                {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]},
+                manager=MANAGER,
+            )
+
+    # -- reconcile -----------------------------------------------------------------------
+    def _census(self, pods: list[Obj]) -> Census:
+        census = Census()
+        for pod in pods:
+            phase = (pod.get("status") or {}).get("phase")
+            uid = pod["metadata"]["uid"]
+            if phase not in _TERMINAL and not pod["metadata"].get("deletionTimestamp"):
+                census.active.append(pod)
+                census.ready += _is_ready(pod)
+                continue
+            if phase not in _TERMINAL:
+                census.terminating.append(pod)
+            if TRACKING not in (pod["metadata"].get("finalizers") or []) or uid in self._counted:
+                continue
+            if uid in self._deleted_by_us:
+                census.uncountable.append(pod)
+            elif phase == "Succeeded":
+                census.new_succeeded.append(pod)
+            else:
+                census.new_failed.append(pod)
+        return census
+
+    def reconcile(self, key: Key) -> Requeue:
+        job = self._store.get(self.jobs, *key)
+        if job is None:
+            self._release_orphans(key)
+            return None
+        pods = self._owned_pods(job)
+        if job["metadata"].get("deletionTimestamp"):
+            for pod in pods:
+                self._drop_finalizer(pod)
+            return None
+        status = job.get("status") or {}
+        census = self._census(pods)
+        step = Step(
+            conds=[dict(c) for c in status.get("conditions") or []],
+            succeeded=int(status.get("succeeded") or 0) + len(census.new_succeeded),
+            failed=int(status.get("failed") or 0) + len(census.new_failed),
+            start_time=status.get("startTime"),
+            completion_time=status.get("completionTime"),
+            active=len(census.active),
+            ready=census.ready,
+        )
+        now_s = self._clock.now_rfc3339()
+        finished = _finished(step.conds)
+        if finished:
+            for pod in census.active:
+                self._delete_pod(pod, counted_as_failure=True)
+            step.active = step.ready = 0
+        elif job["spec"].get("suspend"):
+            for pod in census.active:
+                self._delete_pod(pod, counted_as_failure=False)
+            step.active, step.ready, step.start_time = 0, 0, None
+            conditions.set_condition(
+                step.conds,
+                "Suspended",
+                True,
+                "JobSuspended",
+                "Job suspended",
+                now_s,
+                probe_time=True,
+            )
+        else:
+            if conditions.is_true(step.conds, "Suspended"):
+                conditions.set_condition(
+                    step.conds,
+                    "Suspended",
+                    False,
+                    "JobResumed",
+                    "Job resumed",
+                    now_s,
+                    probe_time=True,
+                )
+            step.start_time = step.start_time or now_s
+            self._drive(job, census, step)
+        self._write_status(key, status, census, step)
+        # Only now that the counts are stored may the pods go.
+        for pod in census.new_succeeded + census.new_failed:
+            self._counted.add(pod["metadata"]["uid"])
+        for pod in census.new_succeeded + census.new_failed + census.uncountable:
+            self._drop_finalizer(pod)
+        if finished or _finished(step.conds):
+            return self._ttl(job, step.conds, step.completion_time, self._clock.now())
+        return step.requeue
+
+    def _write_status(self, key: Key, status: Obj, census: Census, step: Step) -> None:
+        new_status: Obj = {
+            "active": step.active,
+            "ready": step.ready,
+            "terminating": len(census.terminating),
+            "succeeded": step.succeeded,
+            "failed": step.failed,
+            "startTime": step.start_time,
+            "completionTime": step.completion_time,
+            "conditions": step.conds or None,
+        }
+        patch = {k: v for k, v in new_status.items() if status.get(k) != v}
+        for counter in ("active", "ready", "terminating", "succeeded", "failed"):
+            if patch.get(counter) == 0 and counter not in status:
+                del patch[counter]  # the API omits zero counters it never set
+        if patch:
+            self._store.patch(
+                self.jobs,
+                *key,
+                {"status": patch},
+                content_type=MERGE,
+                manager=MANAGER,
+                subresource="status",
+            )
+
+    def _verdict(self, job: Obj, census: Census, step: Step) -> str | None:
+        """ "success", a failure reason, or None while the Job still runs (sets `step.requeue`
+        to when the deadline falls)."""
+        spec = job["spec"]
+        failure = conditions.find(step.conds, "FailureTarget")
+        if failure and failure.get("status") == "True":
+            return str(failure.get("reason"))
+        if conditions.is_true(step.conds, "SuccessCriteriaMet"):
+            return "success"
+        completions = spec.get("completions")
+        if completions is not None and step.succeeded >= int(completions):
+            return "success"
+        if completions is None and step.succeeded > 0 and not census.active:
+            return "success"
+        if step.failed > int(spec.get("backoffLimit", 6)):
+            return "BackoffLimitExceeded"
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None:
+            now = self._clock.now()
+            remaining = (_epoch(step.start_time) or now) + int(deadline) - now
+            if remaining <= 0:
+                return "DeadlineExceeded"
+            step.requeue = remaining
+        return None
+
+    def _drive(self, job: Obj, census: Census, step: Step) -> None:
+        """Take a running Job's next step: finish it (in two steps) or keep its pods."""
+        now_s = self._clock.now_rfc3339()
+        verdict = self._verdict(job, census, step)
+        all_gone = not census.active and not census.terminating
+        if verdict is not None:
+            if verdict == "success":
+                interim, final, reason, message = (
+                    "SuccessCriteriaMet",
+                    "Complete",
+                    "CompletionsReached",
+                    COMPLETIONS_MESSAGE,
+                )
+            else:
+                message = DEADLINE_MESSAGE if verdict == "DeadlineExceeded" else BACKOFF_MESSAGE
+                interim, final, reason = "FailureTarget", "Failed", verdict
+            conditions.set_condition(
+                step.conds, interim, True, reason, message, now_s, probe_time=True
+            )
+            for pod in census.active:
+                self._delete_pod(pod, counted_as_failure=verdict != "success")
+            if all_gone:
+                conditions.set_condition(
+                    step.conds, final, True, reason, message, now_s, probe_time=True
+                )
+                if final == "Complete":
+                    step.completion_time = now_s
+            step.active = step.ready = 0
+            step.requeue = None
+            return
+        spec = job["spec"]
+        wanted = int(spec.get("parallelism", 1))
+        if spec.get("completions") is not None:
+            wanted = max(0, min(wanted, int(spec["completions"]) - step.succeeded))
+        if len(census.active) < wanted:
+            self._create_pods(job, wanted - len(census.active))
+        elif len(census.active) > wanted:
+            # Scale down the newest first, as the real controller prefers not-yet-ready pods.
+            by_age = sorted(census.active, key=lambda p: p["metadata"]["creationTimestamp"])
+            for pod in by_age[wanted:]:
+                self._delete_pod(pod, counted_as_failure=False)
+            step.ready = sum(_is_ready(p) for p in by_age[:wanted])
+        step.active = wanted
+
+    def _ttl(self, job: Obj, conds: list[Obj], completion_time: str | None, now: float) -> Requeue:
+        ttl = job["spec"].get("ttlSecondsAfterFinished")
+        if ttl is None:
+            return None
+        finished_at = completion_time
+        if finished_at is None:
+            failed = conditions.find(conds, "Failed")
+            finished_at = failed.get("lastTransitionTime") if failed else None
+        remaining = (_epoch(finished_at) or now) + int(ttl) - now
+        if remaining > 0:
+            return remaining
+        meta = job["metadata"]
+        try:
+            self._store.delete(
+                self.jobs, meta["namespace"], meta["name"], propagation_policy="Foreground"
+            )
+        except StoreError as exc:
+            if exc.code != 404:
+                raise
+        return None
+
+    def _release_orphans(self, key: Key) -> None:
+        """A deleted Job's pods keep living (Orphan is the Job default) but lose the tracking
+        finalizer, as the real controller strips it from pods whose Job is gone."""
+        pods = self._store.list(
+            self.pods, key[0], label_selector=f"batch.kubernetes.io/job-name={key[1]}"
+        )
+        for pod in pods:
+            if TRACKING in (pod["metadata"].get("finalizers") or []):
+                uid = controller_uid(pod, "Job")
+                if uid is None or self._job_uid_gone(key, uid):
+                    self._drop_finalizer(pod)
+
+    def _job_uid_gone(self, key: Key, uid: str) -> bool:
+        job = self._store.get(self.jobs, *key)
+        return job is None or job["metadata"]["uid"] != uid

@@ -1,0 +1,320 @@
+"""The kubelet of every simulated node: runs bound pods as their containers' env says.
+
+A bound pod goes Pending -> Running (each container `running.startedAt`, `ready`, pod `Ready`)
+and, after `KUBESIM_RUN_SECONDS` (default 2) of simulated time, to
+
+- Succeeded: containers `terminated` reason `Completed`, exit 0;
+- Failed: reason `Error` with `KUBESIM_EXIT_CODE` when it is not 0, or reason `OOMKilled`
+  exit 137 when `KUBESIM_OOM=1`.
+
+An image containing `does-not-exist` never starts: the container waits with `ErrImagePull`, then
+`ImagePullBackOff`, and the pod stays Pending (image-pull waits never fail a pod). `KUBESIM_LOG`
+lines (split on newlines or `|`) become what `/log` returns once the pod runs. A pod deleted
+while running gets its containers "killed" (exit 143, reason `Error`, phase Failed), as the
+kubelet reports a SIGTERM'd container; a pod removed from the store is simply forgotten.
+
+Not simulated: restarts (`restartPolicy: OnFailure`/`Always`, so no CrashLoopBackOff), probes,
+init containers, resource enforcement, node heartbeats.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from kubesim.controllers import conditions
+from kubesim.controllers.podspec import container_env
+from kubesim.controllers.runtime import Requeue, WorkQueue
+
+if TYPE_CHECKING:
+    from kubesim.clock import Clock
+    from kubesim.store import Store, WatchEvent
+
+log = logging.getLogger("kubesim.kubelet")
+Obj = dict[str, Any]
+Key = tuple[str, str]
+MANAGER = "kubelet"
+PULL_BACKOFF_AFTER = 2.0  # simulated seconds from ErrImagePull to ImagePullBackOff
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How one pod's run ends, read from its containers' env."""
+
+    seconds: float
+    exit_code: int
+    oom: bool
+    log_lines: tuple[str, ...]
+    bad_image: str | None
+
+    @classmethod
+    def of(cls, spec: Obj) -> RunPlan:
+        seconds: float | None = None
+        exit_code, oom = 0, False
+        lines: list[str] = []
+        bad_image = None
+        for container in spec.get("containers") or []:
+            if bad_image is None and "does-not-exist" in str(container.get("image", "")):
+                bad_image = str(container.get("image"))
+            if (value := container_env(container, "KUBESIM_RUN_SECONDS")) is not None:
+                seconds = max(seconds or 0.0, _float(value, 2.0))  # the longest container
+            if (value := container_env(container, "KUBESIM_EXIT_CODE")) is not None:
+                exit_code = exit_code or int(_float(value, 0))
+            oom = oom or container_env(container, "KUBESIM_OOM") == "1"
+            if (value := container_env(container, "KUBESIM_LOG")) is not None:
+                lines += [line for part in value.split("\n") for line in part.split("|")]
+        return cls(2.0 if seconds is None else seconds, exit_code, oom, tuple(lines), bad_image)
+
+
+def _float(value: str, default: float) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        return default
+
+
+def _parse_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def _image_id(image: str) -> str:
+    digest = hashlib.sha256(image.encode()).hexdigest()
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    return f"{repo}@sha256:{digest}"
+
+
+def _container_id(uid: str, name: str) -> str:
+    return "containerd://" + hashlib.sha256(f"{uid}/{name}".encode()).hexdigest()
+
+
+class Kubelet:
+    """One kubelet loop for all simulated nodes (they share no state a real node would)."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self.pods = store.resource("", "pods")
+        self.queue: WorkQueue[Key] = WorkQueue(clock)
+        self._started: dict[str, float] = {}  # pod uid -> simulated start, sub-second exact
+
+    def on_pod_event(self, event: WatchEvent) -> None:
+        pod = event.object
+        meta = pod["metadata"]
+        if event.type == "DELETED":
+            self._started.pop(meta.get("uid", ""), None)
+            return
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.queue.add((meta["namespace"], meta["name"]))
+
+    def reconcile(self, key: Key) -> Requeue:
+        pod = self._store.get(self.pods, *key)
+        if pod is None:
+            return None
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        phase = status.get("phase", "Pending")
+        if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+            self._started.pop(pod["metadata"]["uid"], None)
+            return None
+        plan = RunPlan.of(spec)
+        now = self._clock.now()
+        if pod["metadata"].get("deletionTimestamp"):
+            if phase == "Running":
+                self._finish(pod, plan, killed=True)
+            return None
+        if plan.bad_image is not None:
+            return self._pull_failure(pod, plan.bad_image)
+        if phase != "Running":
+            self._start(pod, plan)
+            return plan.seconds
+        uid = pod["metadata"]["uid"]
+        started = self._started.get(uid)
+        if started is None:  # e.g. the controllers restarted: fall back to the recorded time
+            started = _parse_time(_first_started_at(status)) or now
+            self._started[uid] = started
+        remaining = started + plan.seconds - now
+        if remaining > 0:
+            return remaining
+        self._finish(pod, plan, killed=False)
+        return None
+
+    # -- transitions ---------------------------------------------------------------------
+    def _write_status(self, key: Key, status: Obj) -> None:
+        self._store.patch(
+            self.pods,
+            key[0],
+            key[1],
+            {"status": status},
+            content_type="application/merge-patch+json",
+            manager=MANAGER,
+            subresource="status",
+        )
+
+    def _base_status(self, pod: Obj) -> Obj:
+        index = zlib.crc32(pod["metadata"]["uid"].encode()) % 250 + 2
+        node = pod["spec"]["nodeName"]
+        host = f"10.0.0.{10 + int(node.rsplit('-', 1)[-1])}" if node[-1].isdigit() else "10.0.0.2"
+        return {
+            "hostIP": host,
+            "hostIPs": [{"ip": host}],
+            "podIP": f"10.244.0.{index}",
+            "podIPs": [{"ip": f"10.244.0.{index}"}],
+            "qosClass": "BestEffort",
+        }
+
+    def _pod_conditions(self, pod: Obj, ready: bool, now: str, reason: str = "") -> list[Obj]:
+        out = list((pod.get("status") or {}).get("conditions") or [])
+        for type_ in ("PodReadyToStartContainers", "Initialized"):
+            conditions.set_condition(out, type_, True, "", "", now)
+        for type_ in ("ContainersReady", "Ready"):
+            conditions.set_condition(out, type_, ready, reason, "", now)
+        for condition in out:
+            if not condition.get("reason"):
+                condition.pop("reason", None)
+            if not condition.get("message"):
+                condition.pop("message", None)
+        return out
+
+    def _container_status(self, pod: Obj, container: Obj, state: Obj, ready: bool) -> Obj:
+        image = str(container.get("image", ""))
+        out: Obj = {
+            "name": container["name"],
+            "image": image,
+            "imageID": "" if "waiting" in state else _image_id(image),
+            "ready": ready,
+            "restartCount": 0,
+            "started": "running" in state,
+            "state": state,
+        }
+        if "waiting" not in state:
+            out["containerID"] = _container_id(pod["metadata"]["uid"], container["name"])
+        return out
+
+    def _start(self, pod: Obj, plan: RunPlan) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        self._started[pod["metadata"]["uid"]] = self._clock.now()
+        now = self._clock.now_rfc3339()
+        state = {"running": {"startedAt": now}}
+        status = self._base_status(pod)
+        status.update(
+            phase="Running",
+            startTime=now,
+            conditions=self._pod_conditions(pod, True, now),
+            containerStatuses=[
+                self._container_status(pod, c, state, True)
+                for c in pod["spec"].get("containers") or []
+            ],
+        )
+        self._write_status(key, status)
+        if plan.log_lines:
+            self._store.set_pod_log(key[0], key[1], "".join(f"{line}\n" for line in plan.log_lines))
+
+    def _finish(self, pod: Obj, plan: RunPlan, *, killed: bool) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        now = self._clock.now_rfc3339()
+        started = _first_started_at(pod.get("status") or {}) or now
+        if killed:
+            reason, code = "Error", 143
+        elif plan.oom:
+            reason, code = "OOMKilled", 137
+        elif plan.exit_code:
+            reason, code = "Error", plan.exit_code
+        else:
+            reason, code = "Completed", 0
+        state = {
+            "terminated": {
+                "exitCode": code,
+                "reason": reason,
+                "startedAt": started,
+                "finishedAt": now,
+                "containerID": _container_id(pod["metadata"]["uid"], ""),
+            }
+        }
+        statuses = []
+        for container in pod["spec"].get("containers") or []:
+            entry = self._container_status(pod, container, state, False)
+            entry["state"]["terminated"]["containerID"] = entry["containerID"]
+            statuses.append(entry)
+        phase = "Succeeded" if code == 0 else "Failed"
+        self._write_status(
+            key,
+            {
+                "phase": phase,
+                "conditions": self._pod_conditions(pod, False, now, "PodCompleted"),
+                "containerStatuses": statuses,
+            },
+        )
+        self._started.pop(pod["metadata"]["uid"], None)
+
+    def _pull_failure(self, pod: Obj, image: str) -> Requeue:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        now = self._clock.now_rfc3339()
+        previous = _waiting_reason(pod.get("status") or {})
+        if previous == "ImagePullBackOff":
+            return None
+        if previous == "ErrImagePull":
+            state = {
+                "waiting": {
+                    "reason": "ImagePullBackOff",
+                    "message": f'Back-off pulling image "{image}"',
+                }
+            }
+            after: Requeue = None
+        else:
+            state = {
+                "waiting": {
+                    "reason": "ErrImagePull",
+                    "message": (
+                        "rpc error: code = NotFound desc = failed to pull and unpack image "
+                        f'"{image}": '
+                        f'failed to resolve reference "{image}": {image}: not found'
+                    ),
+                }
+            }
+            after = PULL_BACKOFF_AFTER
+        status = self._base_status(pod)
+        status.update(
+            phase="Pending",
+            startTime=(pod.get("status") or {}).get("startTime") or now,
+            conditions=self._pod_conditions(pod, False, now, "ContainersNotReady"),
+            containerStatuses=[
+                self._container_status(
+                    pod,
+                    c,
+                    state
+                    if image == c.get("image")
+                    else {"waiting": {"reason": "PodInitializing"}},
+                    False,
+                )
+                for c in pod["spec"].get("containers") or []
+            ],
+        )
+        for condition in status["conditions"]:
+            if condition["type"] in ("ContainersReady", "Ready"):
+                names = [c["name"] for c in pod["spec"].get("containers") or []]
+                condition["message"] = f"containers with unready status: [{' '.join(names)}]"
+        self._write_status(key, status)
+        return after
+
+
+def _first_started_at(status: Obj) -> str | None:
+    for entry in status.get("containerStatuses") or []:
+        state = entry.get("state") or {}
+        for phase in ("running", "terminated"):
+            started = (state.get(phase) or {}).get("startedAt")
+            if started:
+                return str(started)
+    return None
+
+
+def _waiting_reason(status: Obj) -> str | None:
+    for entry in status.get("containerStatuses") or []:
+        reason = ((entry.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason:
+            return str(reason)
+    return None

@@ -1,0 +1,256 @@
+"""Kueue's scheduler: admits pending Workloads into their ClusterQueue's quota.
+
+Workloads wait per ClusterQueue, ordered by priority then creation (BestEffortFIFO: one that
+does not fit is passed over and later ones may go first; StrictFIFO: the head blocks the queue).
+A cycle for a ClusterQueue runs whenever something that could change its answer happens: a
+Workload arrives or leaves, quota is released, or a ClusterQueue, LocalQueue, ResourceFlavor or
+Namespace changes (so a raised `nominalQuota` admits waiting Workloads).
+
+Admission is Kueue's server-side apply of the Workload's `/status` as `kueue-admission`
+(`status.admission`, `QuotaReserved=True`, `Admitted=True`); starting the Job is the job
+integration's business (`kueue_jobs.py`), reacting to that write. Not admitted →
+`QuotaReserved=False` reason `Pending` with the flavor assigner's message, or reason
+`Inadmissible` when the LocalQueue or ClusterQueue does not exist or is inactive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kubesim.controllers import conditions
+from kubesim.controllers.kueue_api import (
+    apply_status,
+    is_admitted,
+    is_finished,
+    owned_status,
+)
+from kubesim.controllers.quantity import parse_milli
+from kubesim.controllers.quota import (
+    Admission,
+    Pending,
+    QuotaBook,
+    Usage,
+    WlKey,
+    demands_of,
+    selector_matches,
+)
+from kubesim.controllers.runtime import Requeue, WorkQueue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kubesim.clock import Clock
+    from kubesim.store import Store, WatchEvent
+
+log = logging.getLogger("kubesim.kueue")
+Obj = dict[str, Any]
+NO_QUEUE = ""  # the work key for Workloads whose LocalQueue does not exist
+NAMESPACE_MISMATCH = "Workload namespace doesn't match ClusterQueue selector"
+
+
+class KueueScheduler:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        book: QuotaBook,
+        on_change: Callable[[str | None, WlKey | None], None],
+    ) -> None:
+        """`on_change(cq, lq)` is told whenever a queue's usage or pending count changed."""
+        self._store = store
+        self._clock = clock
+        self._book = book
+        self._on_change = on_change
+        self.workloads = store.resource("kueue.x-k8s.io", "workloads")
+        self.queue: WorkQueue[str] = WorkQueue(clock)
+        self._seq = itertools.count()
+
+    # -- informers -----------------------------------------------------------------------
+    def on_workload_event(self, event: WatchEvent) -> None:
+        wl = event.object
+        meta = wl["metadata"]
+        key = (meta["namespace"], meta["name"])
+        lq_name = (wl.get("spec") or {}).get("queueName", "")
+        if event.type == "DELETED" or meta.get("deletionTimestamp") or is_finished(wl):
+            self._forget(key)
+            return
+        status = wl.get("status") or {}
+        admission = status.get("admission")
+        if admission and conditions.is_true(status.get("conditions"), "QuotaReserved"):
+            if self._book.pending.pop(key, None) is not None:
+                self._on_change(admission.get("clusterQueue"), (key[0], lq_name))
+            self._book.usage[key] = _usage_of(admission, (key[0], lq_name))
+            return
+        released = self._book.usage.pop(key, None)  # evicted: its quota is free again
+        if released is not None:
+            self._on_change(released.cluster_queue, released.local_queue)
+            self.queue.add(released.cluster_queue)
+        reserved = conditions.find(status.get("conditions"), "QuotaReserved")
+        message = reserved.get("message") if reserved and reserved["status"] == "False" else None
+        old = self._book.pending.get(key)
+        entry = Pending(
+            key,
+            lq_name,
+            int((wl.get("spec") or {}).get("priority") or 0),
+            meta.get("creationTimestamp", ""),
+            old.seq if old else next(self._seq),
+            demands_of(wl),
+            message,
+        )
+        self._book.pending[key] = entry
+        # A change of status only (e.g. our own Pending message) needs no new cycle: that
+        # would make every pending write trigger a pass over every pending Workload.
+        if (
+            old is None
+            or old.order() != entry.order()
+            or old.local_queue != entry.local_queue
+            or old.podsets != entry.podsets
+        ):
+            self._enqueue_for(entry)
+            self._on_change(self._book.cluster_queue_of(key[0], lq_name), (key[0], lq_name))
+
+    def on_config_event(self, _event: WatchEvent) -> None:
+        """Any ClusterQueue, LocalQueue, ResourceFlavor or Namespace change: re-evaluate all."""
+        self.queue.add(NO_QUEUE)
+        self.queue.add_all(sorted(self._book.cluster_queues))
+
+    def _forget(self, key: WlKey) -> None:
+        pending = self._book.pending.pop(key, None)
+        if pending is not None:
+            self._on_change(
+                self._book.cluster_queue_of(key[0], pending.local_queue),
+                (key[0], pending.local_queue),
+            )
+        released = self._book.usage.pop(key, None)
+        if released is not None:
+            self._on_change(released.cluster_queue, released.local_queue)
+            self.queue.add(released.cluster_queue)
+
+    def _enqueue_for(self, entry: Pending) -> None:
+        cq = self._book.cluster_queue_of(entry.key[0], entry.local_queue)
+        self.queue.add(NO_QUEUE if cq is None else cq)
+
+    # -- cycles --------------------------------------------------------------------------
+    def reconcile(self, cq_name: str) -> Requeue:
+        book = self._book
+        if cq_name == NO_QUEUE:
+            for entry in list(book.pending.values()):
+                if book.cluster_queue_of(entry.key[0], entry.local_queue) is None:
+                    self._mark(
+                        entry, "Inadmissible", f"LocalQueue {entry.local_queue} doesn't exist"
+                    )
+            return None
+        entries = sorted(
+            (
+                e
+                for e in book.pending.values()
+                if book.cluster_queue_of(e.key[0], e.local_queue) == cq_name
+            ),
+            key=Pending.order,
+        )
+        cq = book.cluster_queues.get(cq_name)
+        if cq is None or book.missing_flavors(cq_name) or _stopped(cq):
+            why = "doesn't exist" if cq is None else "is inactive"
+            for entry in entries:
+                self._mark(entry, "Inadmissible", f"ClusterQueue {cq_name} {why}")
+            return None
+        strict = (cq.get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
+        selector = (cq.get("spec") or {}).get("namespaceSelector")
+        used = book.used(cq_name)
+        failed: dict[tuple[object, ...], str] = {}
+        for entry in entries:
+            if not selector_matches(selector, book.namespace_labels(entry.key[0])):
+                self._mark(entry, "Pending", NAMESPACE_MISMATCH)
+                continue
+            signature = entry.signature()
+            result: Admission | str = failed.get(signature) or book.assign(cq_name, entry, used)
+            if isinstance(result, str):
+                failed[signature] = result
+                self._mark(entry, "Pending", result)
+                if strict:
+                    break
+                continue
+            if self._admit(entry, result):
+                used.update(result.usage)
+                failed.clear()  # what failed before may not fail in a different way now
+        return None
+
+    def _mark(self, entry: Pending, reason: str, message: str) -> None:
+        if entry.message == message:
+            return
+        wl = self._store.get(self.workloads, *entry.key)
+        if wl is None or is_admitted(wl) or is_finished(wl):
+            return
+        status = owned_status(wl)
+        status.pop("admission", None)
+        changed = conditions.set_condition(
+            status["conditions"],
+            "QuotaReserved",
+            False,
+            reason,
+            message,
+            self._clock.now_rfc3339(),
+            observed_generation=wl["metadata"].get("generation"),
+        )
+        if changed:
+            apply_status(self._store, self.workloads, wl, status)
+        entry.message = message
+
+    def _admit(self, entry: Pending, admission: Admission) -> bool:
+        wl = self._store.get(self.workloads, *entry.key)
+        if wl is None or is_finished(wl) or wl["metadata"].get("deletionTimestamp"):
+            self._book.pending.pop(entry.key, None)
+            return False
+        now = self._clock.now_rfc3339()
+        generation = wl["metadata"].get("generation")
+        status = owned_status(wl)
+        status["admission"] = {
+            "clusterQueue": admission.cluster_queue,
+            "podSetAssignments": admission.podset_assignments,
+        }
+        conds = status["conditions"]
+        conditions.set_condition(
+            conds,
+            "QuotaReserved",
+            True,
+            "QuotaReserved",
+            f"Quota reserved in ClusterQueue {admission.cluster_queue}",
+            now,
+            observed_generation=generation,
+        )
+        conditions.set_condition(
+            conds,
+            "Admitted",
+            True,
+            "Admitted",
+            "The workload is admitted",
+            now,
+            observed_generation=generation,
+        )
+        apply_status(self._store, self.workloads, wl, status)
+        self._book.pending.pop(entry.key, None)
+        lq = (entry.key[0], entry.local_queue)
+        self._book.usage[entry.key] = Usage(admission.cluster_queue, lq, admission.usage)
+        self._on_change(admission.cluster_queue, lq)
+        return True
+
+
+def _stopped(cq: Obj) -> bool:
+    return (cq.get("spec") or {}).get("stopPolicy", "None") not in ("None", None)
+
+
+def _usage_of(admission: Obj, local_queue: WlKey) -> Usage:
+    from collections import Counter
+
+    amounts: Counter[tuple[str, str]] = Counter()
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        for resource, quantity in (assignment.get("resourceUsage") or {}).items():
+            if resource in flavors:
+                try:
+                    amounts[(flavors[resource], resource)] += parse_milli(quantity)
+                except ValueError:
+                    continue
+    return Usage(str(admission.get("clusterQueue", "")), local_queue, amounts)

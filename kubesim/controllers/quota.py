@@ -1,0 +1,259 @@
+"""Kueue's view of quota: ClusterQueues, LocalQueues, ResourceFlavors and who uses what.
+
+`QuotaBook` is what Kueue's cache is: built from watch events, updated at once for the
+scheduler's own admissions ("assume") so that two admissions in a row never both count on the
+same free quota. `assign()` is the flavor assigner for one Workload against one ClusterQueue,
+producing either an admission or Kueue's own "couldn't assign flavors" message.
+
+Simplified against Kueue: no cohorts or borrowing (quota is each ClusterQueue's
+`nominalQuota`), no flavor fungibility knobs (the first flavor that fits wins), no
+topology-aware scheduling, no partial admission.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesim.controllers.podspec import pod_requests, untolerated_taint
+from kubesim.controllers.quantity import format_resource, parse_milli
+
+Obj = dict[str, Any]
+WlKey = tuple[str, str]
+FlavorResource = tuple[str, str]  # (flavor, resource)
+
+
+@dataclass(frozen=True)
+class PodSetDemand:
+    name: str
+    count: int
+    per_pod: dict[str, int]  # milli-units
+    tolerations: tuple[Obj, ...]
+    node_selector: tuple[tuple[str, str], ...]
+
+    def total(self) -> dict[str, int]:
+        return {resource: milli * self.count for resource, milli in self.per_pod.items()}
+
+
+@dataclass
+class Pending:
+    """A Workload waiting for quota, as the queue manager keeps it (no store read needed)."""
+
+    key: WlKey
+    local_queue: str
+    priority: int
+    created: str
+    seq: int
+    podsets: tuple[PodSetDemand, ...]
+    message: str | None = None  # the QuotaReserved=False message last written
+
+    def order(self) -> tuple[int, str, int]:
+        return (-self.priority, self.created, self.seq)
+
+    def signature(self) -> tuple[object, ...]:
+        return tuple(
+            (p.count, tuple(sorted(p.per_pod.items())), p.tolerations, p.node_selector)
+            for p in self.podsets
+        )
+
+
+def demands_of(workload: Obj) -> tuple[PodSetDemand, ...]:
+    out = []
+    for podset in (workload.get("spec") or {}).get("podSets") or []:
+        spec = (podset.get("template") or {}).get("spec") or {}
+        out.append(
+            PodSetDemand(
+                name=podset.get("name", "main"),
+                count=int(podset.get("count", 1)),
+                per_pod=pod_requests(spec),
+                tolerations=tuple(spec.get("tolerations") or ()),
+                node_selector=tuple(sorted((spec.get("nodeSelector") or {}).items())),
+            )
+        )
+    return tuple(out)
+
+
+@dataclass
+class Admission:
+    cluster_queue: str
+    podset_assignments: list[Obj]
+    usage: Counter[FlavorResource]
+
+
+@dataclass
+class Usage:
+    cluster_queue: str
+    local_queue: WlKey
+    amounts: Counter[FlavorResource]
+
+
+def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics; None selects nothing (Kueue's namespaceSelector rule)."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+    return True
+
+
+@dataclass
+class QuotaBook:
+    cluster_queues: dict[str, Obj] = field(default_factory=dict)
+    local_queues: dict[WlKey, Obj] = field(default_factory=dict)
+    flavors: dict[str, Obj] = field(default_factory=dict)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    usage: dict[WlKey, Usage] = field(default_factory=dict)
+    pending: dict[WlKey, Pending] = field(default_factory=dict)
+
+    # -- lookups -------------------------------------------------------------------------
+    def cluster_queue_of(self, namespace: str, local_queue: str) -> str | None:
+        lq = self.local_queues.get((namespace, local_queue))
+        if lq is None:
+            return None
+        name = (lq.get("spec") or {}).get("clusterQueue")
+        return name if isinstance(name, str) else None
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        return self.namespaces.get(namespace, {"kubernetes.io/metadata.name": namespace})
+
+    def missing_flavors(self, cq_name: str) -> list[str]:
+        cq = self.cluster_queues.get(cq_name) or {}
+        names = [
+            f["name"]
+            for g in (cq.get("spec") or {}).get("resourceGroups") or []
+            for f in g.get("flavors") or []
+        ]
+        return sorted({n for n in names if n not in self.flavors})
+
+    def used(self, cq_name: str) -> Counter[FlavorResource]:
+        total: Counter[FlavorResource] = Counter()
+        for entry in self.usage.values():
+            if entry.cluster_queue == cq_name:
+                total.update(entry.amounts)
+        return total
+
+    def nominal(self, cq_name: str) -> dict[FlavorResource, int]:
+        cq = self.cluster_queues.get(cq_name) or {}
+        out: dict[FlavorResource, int] = {}
+        for group in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for flavor in group.get("flavors") or []:
+                for resource in flavor.get("resources") or []:
+                    try:
+                        out[(flavor["name"], resource["name"])] = parse_milli(
+                            resource.get("nominalQuota", 0)
+                        )
+                    except ValueError:
+                        out[(flavor["name"], resource["name"])] = 0
+        return out
+
+    # -- the flavor assigner -------------------------------------------------------------
+    def assign(
+        self, cq_name: str, pending: Pending, used: Counter[FlavorResource]
+    ) -> Admission | str:
+        """Fit every pod set into the ClusterQueue's flavors, given `used`; return the
+        admission, or Kueue's message saying what did not fit."""
+        cq = self.cluster_queues[cq_name]
+        groups = (cq.get("spec") or {}).get("resourceGroups") or []
+        nominal = self.nominal(cq_name)
+        assumed: Counter[FlavorResource] = Counter()
+        assignments: list[Obj] = []
+        messages: list[str] = []
+        for demand in pending.podsets:
+            total = demand.total()
+            flavors_for: dict[str, str] = {}
+            reasons: list[str] = []
+            for resource in sorted(total):
+                if not any(resource in (g.get("coveredResources") or []) for g in groups):
+                    reasons.append(f"resource {resource} unavailable in ClusterQueue")
+            for group in groups:
+                wanted = sorted(r for r in total if r in (group.get("coveredResources") or []))
+                if not wanted:
+                    continue
+                chosen = None
+                for flavor in group.get("flavors") or []:
+                    why = self._flavor_misfit(
+                        flavor["name"], demand, wanted, total, nominal, used, assumed
+                    )
+                    if why is None:
+                        chosen = flavor["name"]
+                        break
+                    reasons.append(why)
+                if chosen is None:
+                    continue
+                for resource in wanted:
+                    flavors_for[resource] = chosen
+            if reasons and len(flavors_for) < len(total):
+                detail = ", ".join(sorted(reasons))
+                messages.append(f"couldn't assign flavors to pod set {demand.name}: {detail}")
+                continue
+            for resource, flavor_name in flavors_for.items():
+                assumed[(flavor_name, resource)] += total[resource]
+            assignments.append(
+                {
+                    "name": demand.name,
+                    "flavors": dict(sorted(flavors_for.items())),
+                    "resourceUsage": {r: format_resource(r, total[r]) for r in sorted(flavors_for)},
+                    "count": demand.count,
+                }
+            )
+        if messages:
+            return "; ".join(messages)
+        return Admission(cq_name, assignments, assumed)
+
+    def _flavor_misfit(
+        self,
+        flavor_name: str,
+        demand: PodSetDemand,
+        wanted: list[str],
+        total: dict[str, int],
+        nominal: dict[FlavorResource, int],
+        used: Counter[FlavorResource],
+        assumed: Counter[FlavorResource],
+    ) -> str | None:
+        flavor = self.flavors.get(flavor_name)
+        if flavor is None:
+            return f"flavor {flavor_name} not found"
+        spec = flavor.get("spec") or {}
+        taint = untolerated_taint(
+            list(demand.tolerations) + list(spec.get("tolerations") or []), spec.get("nodeTaints")
+        )
+        if taint is not None:
+            return (
+                f"untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}} "
+                f"in flavor {flavor_name}"
+            )
+        labels = spec.get("nodeLabels") or {}
+        for key, value in demand.node_selector:
+            if key in labels and labels[key] != value:
+                return f"flavor {flavor_name} doesn't match node affinity"
+        for resource in wanted:
+            fr = (flavor_name, resource)
+            cap = nominal.get(fr, 0)
+            request = total[resource]
+            if assumed[fr] + request > cap:
+                return (
+                    f"insufficient quota for {resource} in flavor {flavor_name}, previously "
+                    f"considered podsets requests ({format_resource(resource, assumed[fr])}) "
+                    f"+ current podset request ({format_resource(resource, request)}) > "
+                    f"maximum capacity ({format_resource(resource, cap)})"
+                )
+            missing = used[fr] + assumed[fr] + request - cap
+            if missing > 0:
+                return (
+                    f"insufficient unused quota for {resource} in flavor {flavor_name}, "
+                    f"{format_resource(resource, missing)} more needed"
+                )
+        return None
