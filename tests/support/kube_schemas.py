@@ -10,6 +10,7 @@ schema checks label and name syntax, so `check_metadata` does that with apimachi
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ import yaml
 from kubernetes_validate.utils import all_versions
 
 KUEUE_CRDS = Path("/work/shared/reference/kueue-v0.19.2-crds")
+#: kubesim's own strict copies of the Kueue schemas (what its apiserver enforces), if shipped.
+KUBESIM_SCHEMAS = Path(__file__).resolve().parents[2] / "kubesim" / "schemas"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -68,11 +71,25 @@ def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any]:
     raise LookupError(f"no CRD for {kind} {version} in {KUEUE_CRDS}")
 
 
+@functools.cache
+def kubesim_schema(kind: str) -> dict[str, Any] | None:
+    """kubesim's schema for a Kueue kind (`kubesim/schemas/<plural>.json`), None if absent."""
+    path = KUBESIM_SCHEMAS / f"{kind.lower()}{'es' if kind.endswith('s') else 's'}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def validate_kueue(manifest: dict[str, Any]) -> None:
-    """Raise unless `manifest` is valid against its Kueue CRD schema (strict)."""
+    """Raise unless `manifest` is valid against its Kueue CRD schema (strict).
+
+    Also checks kubesim's copy of the schema when the simulator ships one, so a field the
+    real CRD accepts but kubesim would refuse shows up here rather than as a 422 at run time.
+    """
     group, _, version = manifest["apiVersion"].partition("/")
     assert group == "kueue.x-k8s.io", manifest["apiVersion"]
     jsonschema.validate(manifest, kueue_schema(manifest["kind"], version))
+    simulated = kubesim_schema(manifest["kind"])
+    if simulated is not None:
+        jsonschema.Draft202012Validator(simulated).validate(manifest)
 
 
 def check_metadata(manifest: dict[str, Any], *, namespaced: bool) -> None:
