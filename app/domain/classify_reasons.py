@@ -93,13 +93,17 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _short_resource(context: ClassifyContext, message: str) -> str:
-    """The resource Kueue named as short, else the first one the pool numbers show short."""
-    named = _QUOTA_RESOURCE.search(message)
-    if named:
-        return named.group(1)
+    """The resource that is short: of those Kueue's message names, the accelerator first.
+
+    When the message names none, the first one the pool's numbers show short.
+    """
     candidates = [context.accelerator_resource, "cpu", "memory"]
     if context.accelerators <= 0:
         candidates.remove(context.accelerator_resource)
+    named: list[str] = _QUOTA_RESOURCE.findall(message)
+    for resource in [*candidates, *named]:
+        if resource in named:
+            return resource
     pool = context.pool
     if pool is not None:
         for resource in candidates:
@@ -208,7 +212,9 @@ def unschedulable(context: ClassifyContext, message: str) -> str:
         lack = "every node has a taint the pod does not tolerate"
     else:
         lack = "no node can run a pod"
-    return sentence(f"Admitted, but {lack} (the scheduler says: {message.rstrip('.')})")
+    # Drop the scheduler's preemption post-scriptum; the first part says what was missing.
+    said = message.split(" preemption:")[0].rstrip(".")
+    return sentence(f"Admitted, but {lack} (the scheduler says: {said})")
 
 
 def image_not_pulled(image: str, why: str, context: ClassifyContext) -> str:

@@ -242,10 +242,11 @@ class JobBuilder:
         """Kueue could not reserve quota; the pool's ClusterQueue shows the given numbers."""
         assert self.workload is not None
         needed = self.spec.accelerators * self.spec.replicas
-        message = message or (
-            "couldn't assign flavors to pod set main: insufficient unused quota for "
-            f"{GPU} in flavor {self.flavor}, {needed - (quota - in_use)} more needed"
-        )
+        if message is None:
+            message = (
+                "couldn't assign flavors to pod set main: insufficient unused quota for "
+                f"{GPU} in flavor {self.flavor}, {needed - (quota - in_use)} more needed"
+            )
         _set_condition(self.workload, _cond("QuotaReserved", "False", "Pending", message))
         self.pool = PoolSnapshot(
             name=self.spec.compute_pool,

@@ -62,6 +62,26 @@ CASES = [
         id="request-above-the-pool-quota-says-it-can-never-fit",
     ),
     pytest.param(
+        lambda: make_job(accelerators=8, cpu="200").waiting_for_quota(
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in "
+            "flavor h100-80g, 8 more needed, insufficient unused quota for nvidia.com/gpu in "
+            "flavor h100-80g, 8 more needed",
+            quota=16,
+            in_use=16,
+        ),
+        QUEUED,
+        "Waiting for quota in pool h100-pool: asked for 8 nvidia.com/gpu, "
+        "the pool has 16 with 16 in use by 2 workloads.",
+        id="several-short-resources-name-the-accelerator-first",
+    ),
+    pytest.param(
+        lambda: make_job(cpu="200").waiting_for_quota("", quota=16, in_use=0),
+        QUEUED,
+        "Waiting for quota in pool h100-pool: asked for 200 cpu, "
+        "the pool has 256 with 64 in use by 2 workloads.",
+        id="without-a-kueue-message-the-pool-numbers-find-the-short-resource",
+    ),
+    pytest.param(
         lambda: make_job().inadmissible("LocalQueue h100-pool doesn't exist"),
         QUEUED,
         "Queued in pool h100-pool, but Kueue cannot admit it yet: "
@@ -127,6 +147,34 @@ CASES = [
         "Admitted, but no node has 8 nvidia.com/gpu free for a pod (the scheduler says: "
         "0/2 nodes are available: 2 Insufficient nvidia.com/gpu).",
         id="unschedulable-names-the-resource-no-node-had",
+    ),
+    pytest.param(
+        lambda: (
+            make_job(cpu="200")
+            .admitted()
+            .unschedulable(
+                "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+                "2 No preemption victims found for incoming pod."
+            )
+        ),
+        ADMITTED,
+        "Admitted, but no node has 200 cpu free for a pod (the scheduler says: "
+        "0/2 nodes are available: 2 Insufficient cpu).",
+        id="unschedulable-drops-the-preemption-postscript",
+    ),
+    pytest.param(
+        lambda: (
+            make_job()
+            .admitted()
+            .unschedulable(
+                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+            )
+        ),
+        ADMITTED,
+        "Admitted, but no node carries the labels of the pool's accelerator flavor (the "
+        "scheduler says: 0/2 nodes are available: 2 node(s) didn't match Pod's node "
+        "affinity/selector).",
+        id="unschedulable-by-node-labels-says-no-node-matches-the-flavor",
     ),
     pytest.param(
         lambda: make_job().admitted().succeeded(node="gpu-node-1"),
