@@ -229,7 +229,42 @@ def test_optional_objects_are_off_by_default() -> None:
         "ClusterRoleBinding",
         "Service",
         "Deployment",
+        "Pod",  # the `helm test` hook
     }
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return selector.items() <= labels.items()
+
+
+def test_helm_test_checks_readiness_and_metrics_through_the_service() -> None:
+    rendered = render(HA_VALUES)
+    pod = rendered.one("Pod")
+    service = rendered.one("Service")
+
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    script = pod["spec"]["containers"][0]["args"][0]
+    assert f"http://{service['metadata']['name']}:8080" in script
+    assert '"/readyz"' in script
+    assert '"/metrics"' in script
+    assert pod["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_helm_test_pod_is_never_mistaken_for_an_aicp_replica() -> None:
+    rendered = render(HA_VALUES)
+    test_pod_labels = rendered.one("Pod")["metadata"]["labels"]
+
+    assert not selects(rendered.one("Service")["spec"]["selector"], test_pod_labels)
+    assert not selects(
+        rendered.one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"], test_pod_labels
+    )
+    policy = rendered.one("NetworkPolicy")
+    assert not selects(policy["spec"]["podSelector"]["matchLabels"], test_pod_labels)
+    ingress_peers = policy["spec"]["ingress"][0]["from"]
+    assert any(
+        selects(peer.get("podSelector", {}).get("matchLabels", {"-": "-"}), test_pod_labels)
+        for peer in ingress_peers
+    )
 
 
 def test_the_cluster_role_is_bound_to_the_pods_service_account() -> None:
