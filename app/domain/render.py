@@ -1,11 +1,13 @@
 """Rendering of every Kubernetes object aicp owns, from stored intent (DESIGN.md §6).
 
 One import point for the reconciler; the functions live in `render_queues` (namespace,
-flavor, queues, priority classes) and `render_job` (the Job and its metadata-only body).
+flavor, queues, priority classes), `render_job` (the Job and its metadata-only body) and
+`render_drift` (what a live object lacks of what aicp declares).
 """
 
 from __future__ import annotations
 
+from app.domain.render_drift import declared_drift
 from app.domain.render_job import (
     identity_labels,
     render_job,
@@ -29,6 +31,7 @@ __all__ = [
     "JobIdentity",
     "Manifest",
     "PoolIdentity",
+    "declared_drift",
     "identity_labels",
     "priority_class_name",
     "render_cluster_queue",
