@@ -60,11 +60,12 @@ def _toleration(toleration: Toleration) -> dict[str, str]:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-def render_resource_flavor(accelerator_class: str, binding: BindingPut) -> Manifest:
+def render_resource_flavor(binding: BindingPut) -> Manifest:
     """The binding's ResourceFlavor: its node labels and the tolerations Kueue adds to pods.
 
-    Flavors are cluster-scoped and may be shared by the pools of many projects, so the
-    manifest names no project or pool; reference tracking happens in the database.
+    Flavors are cluster-scoped and may be shared by the pools of many projects (and by more
+    than one binding), so the manifest names no project, pool or accelerator class: a label
+    naming one would flap between the sharers. Reference tracking happens in the database.
     """
     spec: Manifest = {}
     if binding.node_labels:
@@ -76,7 +77,7 @@ def render_resource_flavor(accelerator_class: str, binding: BindingPut) -> Manif
         "kind": "ResourceFlavor",
         "metadata": {
             "name": binding.flavor,
-            "labels": managed_labels({ACCELERATOR_CLASS_LABEL: accelerator_class}),
+            "labels": managed_labels({}),
         },
         "spec": spec,
     }

@@ -49,7 +49,7 @@ def test_the_namespace_of_a_30_character_project_fits_a_dns_label() -> None:
 
 
 def test_the_resource_flavor_carries_the_bindings_node_labels_and_tolerations() -> None:
-    flavor = render_resource_flavor("h100-80g", H100)
+    flavor = render_resource_flavor(H100)
 
     validate_kueue(flavor)
     check_metadata(flavor, namespaced=False)
@@ -61,7 +61,7 @@ def test_the_resource_flavor_carries_the_bindings_node_labels_and_tolerations() 
 
 
 def test_a_binding_without_labels_or_tolerations_renders_an_empty_flavor_spec() -> None:
-    flavor = render_resource_flavor("any", BindingPut(resource_name="amd.com/gpu", flavor="mi300"))
+    flavor = render_resource_flavor(BindingPut(resource_name="amd.com/gpu", flavor="mi300"))
 
     validate_kueue(flavor)
     assert flavor["spec"] == {}
@@ -165,7 +165,7 @@ def test_three_priority_classes_are_rendered_low_normal_high() -> None:
     "render",
     [
         pytest.param(lambda: render_namespace("research"), id="namespace"),
-        pytest.param(lambda: render_resource_flavor("h100-80g", H100), id="flavor"),
+        pytest.param(lambda: render_resource_flavor(H100), id="flavor"),
         pytest.param(lambda: render_cluster_queue(POOL, QUOTA, H100), id="cluster-queue"),
         pytest.param(lambda: render_local_queue(POOL), id="local-queue"),
         pytest.param(render_priority_classes, id="priority-classes"),
