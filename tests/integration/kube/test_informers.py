@@ -1,0 +1,108 @@
+"""The informer set aicp runs, against a full kubesim (Kueue, Job controller, kubelet, GPUs)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from app.kube.apply import apply
+from app.kube.client import KubeClient
+from app.kube.informers import Informers
+from app.kube.resources import WORKLOADS
+from tests.integration.kube.conftest import job_manifest, list_names
+from tests.integration.kube.test_apply import (
+    cluster_queue_manifest,
+    flavor_manifest,
+    namespace_manifest,
+)
+from tests.support.waiting import wait_until
+
+
+def queued_job(name: str, namespace: str) -> dict[str, Any]:
+    job = job_manifest(name, namespace, suspend=True, run_seconds=30)
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "gpu"
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {
+        "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+        "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+    }
+    return job
+
+
+async def set_up_queues(kube: KubeClient, namespace: str) -> None:
+    await apply(kube, namespace_manifest(namespace))
+    await apply(kube, flavor_manifest("h100"))
+    queue = cluster_queue_manifest(f"{namespace}-gpu", "h100")
+    queue["spec"]["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    await apply(kube, queue)
+    await apply(
+        kube,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "gpu", "namespace": namespace},
+            "spec": {"clusterQueue": f"{namespace}-gpu"},
+        },
+    )
+
+
+async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
+    kube_with_controllers: KubeClient,
+) -> None:
+    kube = kube_with_controllers
+    informers = Informers(kube, backoff_cap=0.5)
+    kinds_seen: set[str] = set()
+    informers.on_change(lambda _t, obj: kinds_seen.add(obj["kind"]))
+    informers.start()
+    try:
+        await asyncio.wait_for(informers.wait_synced(), 10)
+        assert informers.all_synced()
+        assert informers.not_synced() == []
+        assert {n["metadata"]["name"] for n in informers.nodes.list()} >= {"gpu-node-0"}
+
+        await set_up_queues(kube, "aicp-team")
+        job = await apply(kube, queued_job("train", "aicp-team"))
+        uid = job["metadata"]["uid"]
+
+        workloads = await wait_until(
+            lambda: informers.workloads.by_label("kueue.x-k8s.io/job-uid", uid),
+            timeout=10,
+            message="the job's Kueue Workload",
+        )
+        assert workloads[0]["metadata"]["namespace"] == "aicp-team"
+        pods = await wait_until(
+            lambda: informers.pods.by_label("batch.kubernetes.io/job-name", "train"),
+            timeout=10,
+            message="the job's pod",
+        )
+        assert pods[0]["metadata"]["labels"]["aicp.dev/uid"] == "uid-train"
+        assert informers.jobs.by_label("aicp.dev/uid", "uid-train")[0]["metadata"]["uid"] == uid
+        await wait_until(lambda: informers.cluster_queues.get(None, "aicp-team-gpu"), timeout=10)
+        assert kinds_seen >= {"Node", "Job", "Workload", "Pod", "ClusterQueue"}
+    finally:
+        await informers.stop()
+
+
+async def test_kueue_workloads_outside_project_namespaces_are_not_cached(
+    kube_with_controllers: KubeClient,
+) -> None:
+    kube = kube_with_controllers
+    informers = Informers(kube, backoff_cap=0.5)
+    informers.start()
+    try:
+        await asyncio.wait_for(informers.wait_synced(), 10)
+        await set_up_queues(kube, "team-other")
+        await set_up_queues(kube, "aicp-mine")
+        await apply(kube, queued_job("theirs", "team-other"))
+        await wait_until(
+            lambda: list_names(kube, WORKLOADS, "team-other"), timeout=10, message="their Workload"
+        )
+        # Created after theirs: once the informer has this one, it has been shown theirs too.
+        await apply(kube, queued_job("mine", "aicp-mine"))
+        await wait_until(
+            lambda: informers.workloads.list(), timeout=10, message="the project's Workload"
+        )
+        namespaces = {w["metadata"]["namespace"] for w in informers.workloads.list()}
+        assert namespaces == {"aicp-mine"}
+    finally:
+        await informers.stop()
