@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
@@ -18,7 +18,7 @@ from app.domain import naming
 from app.domain.specs import Quota
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from app.domain.rows import Row
 
 _STATE = msgspec.Meta(
     description="PENDING (accepted), READY, DEGRADED or DELETING", examples=["READY"]
@@ -103,11 +103,12 @@ class PoolResource(msgspec.Struct, kw_only=True):
 DEFAULT_POOL_REASON = "Accepted; waiting for the controller to create the pool's queues."
 
 
-def pool_from_row(row: Mapping[str, Any], project: str) -> PoolResource:
+def pool_from_row(row: Row, project: str) -> PoolResource:
     """Build the API resource from a `compute_pools` row.
 
     The row carries the table's columns, with `spec` decoded to a dict, plus the usage
-    counters `accelerators_admitted`, `workloads_admitted`, `workloads_pending`.
+    counters `accelerators_admitted`, `workloads_admitted`, `workloads_pending` (every pool
+    query in `sql/queries.sql` selects them).
     """
     name: str = row["name"]
     return PoolResource(
@@ -128,9 +129,16 @@ def pool_from_row(row: Mapping[str, Any], project: str) -> PoolResource:
             cluster_queue=naming.cluster_queue_name(project, name),
             local_queue=naming.local_queue_name(name),
             usage=PoolUsage(
-                accelerators_admitted=row.get("accelerators_admitted") or 0,
-                workloads_admitted=row.get("workloads_admitted") or 0,
-                workloads_pending=row.get("workloads_pending") or 0,
+                accelerators_admitted=row["accelerators_admitted"],
+                workloads_admitted=row["workloads_admitted"],
+                workloads_pending=row["workloads_pending"],
             ),
         ),
     )
+
+
+class PoolList(msgspec.Struct, kw_only=True):
+    """A page of compute pools, newest first; pass `next_cursor` as `cursor` for the next page."""
+
+    items: list[PoolResource]
+    next_cursor: Annotated[str | None, msgspec.Meta(description="null on the last page")]

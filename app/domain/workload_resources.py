@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
 from app.domain.specs import WorkloadSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from app.domain.rows import Row
 
 ACCEPTED_REASON = "Accepted; waiting for the controller to create the Job."
 
@@ -144,7 +144,7 @@ class EventResource(msgspec.Struct, kw_only=True):
     ]
 
 
-def workload_from_row(row: Mapping[str, Any], project: str) -> WorkloadResource:
+def workload_from_row(row: Row, project: str) -> WorkloadResource:
     """Build the API resource from a `workloads` row (`spec`, `observed` decoded to dicts)."""
     spec = msgspec.convert(row["spec"], WorkloadSpec)
     observed = msgspec.convert(row["observed"] or {}, ObservedFacts, strict=False)
@@ -175,7 +175,7 @@ def workload_from_row(row: Mapping[str, Any], project: str) -> WorkloadResource:
     )
 
 
-def event_from_row(row: Mapping[str, Any]) -> EventResource:
+def event_from_row(row: Row) -> EventResource:
     """Build an event from an `events` row."""
     return EventResource(
         at=row["at"],
@@ -185,3 +185,17 @@ def event_from_row(row: Mapping[str, Any]) -> EventResource:
         generation=row["generation"],
         actor=row["actor"],
     )
+
+
+class WorkloadList(msgspec.Struct, kw_only=True):
+    """A page of workloads, newest first; pass `next_cursor` as `cursor` for the next page."""
+
+    items: list[WorkloadResource]
+    next_cursor: Annotated[str | None, msgspec.Meta(description="null on the last page")]
+
+
+class EventList(msgspec.Struct, kw_only=True):
+    """A page of events, newest first; pass `next_cursor` as `cursor` for the next page."""
+
+    items: list[EventResource]
+    next_cursor: Annotated[str | None, msgspec.Meta(description="null on the last page")]

@@ -1,0 +1,67 @@
+"""Event trails: `GET .../workloads/{name}/events` and `GET .../compute-pools/{pool}/events`.
+
+The audit and lifecycle record of one resource (who accepted, changed or deleted it, and what
+the controller observed), newest first, paginated. Readable by every member of the project
+for as long as the resource exists.
+"""
+
+from litestar import get
+from litestar.params import Parameter
+
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import READ, problems
+from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.domain.workload_resources import EventList
+from app.store import events, pools, workloads
+
+
+@get(
+    "/projects/{project:str}/workloads/{name:str}/events",
+    summary="List a workload's events",
+    description="Accepted, SpecUpdated, DeletionRequested and what the controller observed "
+    "(JobCreated, Admitted, Started, Succeeded, Failed, Preempted, ...), each with its actor. "
+    "Newest first; page with `cursor`.",
+    responses=problems(*READ),
+    tags=["workloads"],
+)
+async def workload_events(
+    caller: CallerDep,
+    db: DbDep,
+    name: str = Parameter(description="Workload name"),
+    limit: Limit = 50,
+    cursor: CursorParam = None,
+) -> EventList:
+    after = decode_cursor(cursor)
+    async with db.connection() as conn:
+        workload_id = await workloads.get_id(conn, caller.require_project(), name)
+        items, position = await events.page(
+            conn, kind="workload", resource_id=workload_id, after=after, limit=limit
+        )
+    return EventList(items=items, next_cursor=encode_cursor(position))
+
+
+@get(
+    "/projects/{project:str}/compute-pools/{pool:str}/events",
+    summary="List a compute pool's events",
+    description="Accepted, SpecUpdated (quota changes), DeletionRequested and what the "
+    "controller did, each with its actor. Newest first; page with `cursor`.",
+    responses=problems(*READ),
+    tags=["compute-pools"],
+)
+async def pool_events(
+    caller: CallerDep,
+    db: DbDep,
+    pool: str = Parameter(description="Compute pool name"),
+    limit: Limit = 50,
+    cursor: CursorParam = None,
+) -> EventList:
+    after = decode_cursor(cursor)
+    async with db.connection() as conn:
+        pool_id = await pools.get_id(conn, caller.require_project(), pool)
+        items, position = await events.page(
+            conn, kind="pool", resource_id=pool_id, after=after, limit=limit
+        )
+    return EventList(items=items, next_cursor=encode_cursor(position))
+
+
+ROUTES = [workload_events, pool_events]

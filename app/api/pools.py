@@ -1,0 +1,150 @@
+"""`/api/v1/projects/{project}/compute-pools`: quotas of one accelerator class plus cpu and
+memory. Project admins (and the platform admin) write; every member of the project reads."""
+
+from typing import Any
+
+from litestar import Request, Response, delete, get, patch, post
+from litestar.params import JSONBody, Parameter
+
+from app.api.auth import requires
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import DELETE, READ, WRITE, problems, success
+from app.api.idempotency import respond_once
+from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.preconditions import etag, expected_generation
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.pool_resources import PoolList, PoolResource
+from app.domain.specs import PoolCreate, PoolPatch
+from app.domain.states import Role
+from app.domain.validation import Violation, check_pool_create, check_pool_patch
+from app.store import pools
+from app.store.db import Connection
+
+PATH = "/projects/{project:str}/compute-pools"
+ONE = PATH + "/{pool:str}"
+PoolPath = Parameter(description="Compute pool name", examples=[])
+
+
+def pool_location(project: str, name: str) -> str:
+    return f"/api/v1/projects/{project}/compute-pools/{name}"
+
+
+def raise_violations(violations: list[Violation]) -> None:
+    """422 validation-error listing every violation, if there is any."""
+    if violations:
+        raise ValidationFailed([FieldError(field, message) for field, message in violations])
+
+
+def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
+    return Response(pool, status_code=status, headers={"ETag": etag(pool.generation)})
+
+
+@post(
+    PATH,
+    opt=requires(Role.ADMIN),
+    status_code=202,
+    summary="Create a compute pool",
+    description="Project admin. Answers 202 with the PENDING pool and its `Location`; the "
+    "reconciler creates its Kueue ClusterQueue (`status.cluster_queue`) and LocalQueue. The "
+    "`accelerator_class` must name an existing accelerator binding (else 422 naming the "
+    "field). Honours `Idempotency-Key`.",
+    responses={202: success(PoolResource, "Accepted"), **problems(*WRITE)},
+    tags=["compute-pools"],
+)
+async def create_pool(
+    request: Request[Any, Any, Any], data: JSONBody[PoolCreate], caller: CallerDep, db: DbDep
+) -> Response[bytes]:
+    raise_violations(check_pool_create(data))
+    project = caller.require_project()
+
+    async def create(conn: Connection) -> tuple[PoolResource, str]:
+        pool = await pools.create(conn, project, data, actor=caller.actor)
+        return pool, pool_location(project.name, pool.name)
+
+    return await respond_once(request, db, caller, status=202, create=create)
+
+
+@get(
+    PATH,
+    summary="List compute pools",
+    description="Newest first, with their usage; page with `cursor`.",
+    responses=problems(*READ),
+    tags=["compute-pools"],
+)
+async def list_pools(
+    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+) -> PoolList:
+    after = decode_cursor(cursor)
+    async with db.connection() as conn:
+        items, position = await pools.page(conn, caller.require_project(), after=after, limit=limit)
+    return PoolList(items=items, next_cursor=encode_cursor(position))
+
+
+@get(
+    ONE,
+    summary="Get a compute pool",
+    description="The pool, its Kueue queue names and its usage. `ETag` is its generation.",
+    responses=problems(*READ),
+    tags=["compute-pools"],
+)
+async def get_pool(caller: CallerDep, db: DbDep, pool: str = PoolPath) -> Response[PoolResource]:
+    async with db.connection() as conn:
+        found = await pools.get(conn, caller.require_project(), pool)
+    return _answer(found, 200)
+
+
+@patch(
+    ONE,
+    opt=requires(Role.ADMIN),
+    status_code=202,
+    summary="Change a compute pool's quota",
+    description="Project admin. The new quota is a new generation (202); the reconciler "
+    'updates the ClusterQueue. `If-Match: "<generation>"` makes it conditional (412 on '
+    "mismatch). 409 being-deleted once deletion was requested.",
+    responses={**problems(*WRITE), **problems(412)},
+    tags=["compute-pools"],
+)
+async def patch_pool(
+    request: Request[Any, Any, Any],
+    data: JSONBody[PoolPatch],
+    caller: CallerDep,
+    db: DbDep,
+    pool: str = PoolPath,
+) -> Response[PoolResource]:
+    raise_violations(check_pool_patch(data))
+    if_match = expected_generation(request)
+    async with db.transaction() as conn:
+        updated = await pools.update_quota(
+            conn,
+            caller.require_project(),
+            pool,
+            data.quota,
+            if_match=if_match,
+            actor=caller.actor,
+        )
+    return _answer(updated, 202)
+
+
+@delete(
+    ONE,
+    opt=requires(Role.ADMIN),
+    status_code=202,
+    summary="Delete a compute pool",
+    description="Project admin. 202 with the pool in state DELETING; it stays readable until "
+    "the reconciler has removed its queues. 409 in-use (with `referenced_by`) while workloads "
+    "that are not being deleted use it. Honours `If-Match`.",
+    responses=problems(*DELETE),
+    tags=["compute-pools"],
+)
+async def delete_pool(
+    request: Request[Any, Any, Any], caller: CallerDep, db: DbDep, pool: str = PoolPath
+) -> Response[PoolResource]:
+    if_match = expected_generation(request)
+    async with db.transaction() as conn:
+        deleting = await pools.request_deletion(
+            conn, caller.require_project(), pool, if_match=if_match, actor=caller.actor
+        )
+    return _answer(deleting, 202)
+
+
+ROUTES = [create_pool, list_pools, get_pool, patch_pool, delete_pool]

@@ -1,0 +1,243 @@
+"""Compute pool rows: create, read, page, change quota, soft delete.
+
+Every write function runs inside the caller's transaction (`Database.transaction()`) and
+leaves behind, in that same transaction, the row change, its event row (with the actor) and
+the reconciler's doorbell (`pool:<id>` on `aicp_work`), so all three commit or none do.
+
+Locking order, which keeps the in-use checks honest without serializable isolation:
+
+* creating a pool share-locks its project row first (`ensure_project_live`); a project
+  deletion locks that row before counting the project's pools, so it either sees the new pool
+  or the pool's creator sees the project as being deleted;
+* creating (or moving) a workload reads its pool FOR KEY SHARE (`lock_for_workload`) -- the
+  lock its foreign key takes anyway, so concurrent creates in one pool do not queue; a pool
+  deletion locks the row FOR UPDATE, which conflicts with that, and only then, in a later
+  statement with a fresh snapshot, lists the workloads that still reference it. A quota change
+  takes FOR NO KEY UPDATE and does not wait for creates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import asyncpg
+
+from app.domain.errors import (
+    AlreadyExists,
+    BeingDeleted,
+    FieldError,
+    GenerationMismatch,
+    InUse,
+    NotFound,
+    ValidationFailed,
+)
+from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
+from app.store.audit import record_event, ring_doorbell
+from app.store.paging import Position, fetch_page
+from app.store.projects import ensure_project_live
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    from app.domain.specs import PoolCreate, Quota
+    from app.store.db import Connection
+
+KIND = "pool"
+DELETING_REASON = "Deletion requested; waiting for the controller to remove the pool's queues."
+_NIL = uuid.UUID(int=0)
+
+
+class ProjectScope(Protocol):
+    """The project a request works in (id for queries, name for resources and messages)."""
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    """What a workload needs from its pool, read under the pool's key-share lock."""
+
+    id: uuid.UUID
+    name: str
+    accelerator_class: str
+    quota: dict[str, Any]
+
+
+def _quota_dict(quota: Quota) -> dict[str, Any]:
+    return {"accelerators": quota.accelerators, "cpu": quota.cpu, "memory": quota.memory}
+
+
+async def create(
+    conn: Connection, project: ProjectScope, body: PoolCreate, *, actor: str
+) -> PoolResource:
+    """Insert a new PENDING pool with its Accepted event and doorbell.
+
+    Raises `BeingDeleted` when the project or a pool of that name is being deleted,
+    `AlreadyExists` when the name is taken, `ValidationFailed` (field `accelerator_class`)
+    when no accelerator binding of that class exists.
+    """
+    await ensure_project_live(conn, project.id, project.name)
+    pool_id = uuid.uuid4()
+    try:
+        row = await conn.fetchrow(
+            QUERIES["pool_insert"],
+            pool_id,
+            project.id,
+            body.name,
+            body.accelerator_class,
+            {"quota": _quota_dict(body.quota)},
+            DEFAULT_POOL_REASON,
+            actor,
+        )
+    except asyncpg.ForeignKeyViolationError as exc:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "accelerator_class",
+                    f"no accelerator binding {body.accelerator_class!r} exists; the platform "
+                    "admin creates it with PUT /api/v1/accelerator-bindings/{accelerator_class}",
+                )
+            ]
+        ) from exc
+    if row is None:
+        holder = await conn.fetchrow(QUERIES["pool_by_name"], project.id, body.name)
+        if holder is not None and holder["deletion_requested_at"] is not None:
+            raise BeingDeleted(
+                f"Compute pool {body.name!r} is being deleted; create it again once it is gone."
+            )
+        raise AlreadyExists(f"Compute pool {body.name!r} already exists.")
+    await record_event(
+        conn,
+        project_id=project.id,
+        kind=KIND,
+        resource_id=pool_id,
+        resource_name=body.name,
+        type="Accepted",
+        reason="Created",
+        message=f"Compute pool {body.name} accepted at generation 1.",
+        generation=1,
+        actor=actor,
+    )
+    await ring_doorbell(conn, "pool", pool_id)
+    return pool_from_row(row, project.name)
+
+
+async def get(conn: Connection, project: ProjectScope, name: str) -> PoolResource:
+    """The pool with its usage; `NotFound` when there is none (or it was finalized)."""
+    row = await conn.fetchrow(QUERIES["pool_by_name"], project.id, name)
+    if row is None:
+        raise NotFound(f"Compute pool {name!r} not found.")
+    return pool_from_row(row, project.name)
+
+
+async def get_id(conn: Connection, project: ProjectScope, name: str) -> uuid.UUID:
+    """The pool's id (for its events); `NotFound` when there is none."""
+    return (await get(conn, project, name)).uid
+
+
+async def page(
+    conn: Connection, project: ProjectScope, *, after: Position | None, limit: int
+) -> tuple[list[PoolResource], Position | None]:
+    """Up to `limit` pools older than `after`, newest first, and the next page's position."""
+    rows, position = await fetch_page(
+        conn, QUERIES["list_pools"], project.id, after=after, limit=limit, first_id=_NIL
+    )
+    return [pool_from_row(row, project.name) for row in rows], position
+
+
+async def lock_for_workload(conn: Connection, project: ProjectScope, name: str) -> PoolRef:
+    """Key-share-lock the pool a workload goes into; `ValidationFailed` on `compute_pool` when
+    it does not exist or is being deleted (the body names it, so the body is what is wrong)."""
+    row = await conn.fetchrow(QUERIES["pool_for_workload"], project.id, name)
+    why = None
+    if row is None:
+        why = "does not exist in this project"
+    elif row["deletion_requested_at"] is not None:
+        why = "is being deleted"
+    if row is None or why is not None:
+        raise ValidationFailed([FieldError("compute_pool", f"compute pool {name!r} {why}")])
+    return PoolRef(row["id"], name, row["accelerator_class"], row["spec"]["quota"])
+
+
+async def _locked(
+    conn: Connection, query: str, project: ProjectScope, name: str, if_match: int | None
+) -> asyncpg.Record:
+    row = await conn.fetchrow(query, project.id, name)
+    if row is None:
+        raise NotFound(f"Compute pool {name!r} not found.")
+    if if_match is not None and if_match != row["generation"]:
+        raise GenerationMismatch(row["generation"])
+    return row
+
+
+async def update_quota(
+    conn: Connection,
+    project: ProjectScope,
+    name: str,
+    quota: Quota,
+    *,
+    if_match: int | None,
+    actor: str,
+) -> PoolResource:
+    """Replace the quota as a new generation (SpecUpdated event, doorbell); `BeingDeleted`
+    while the pool is being deleted; `GenerationMismatch` when `if_match` is stale."""
+    row = await _locked(conn, QUERIES["lock_pool_for_update"], project, name, if_match)
+    if row["deletion_requested_at"] is not None:
+        raise BeingDeleted(f"Compute pool {name!r} is being deleted and cannot be changed.")
+    generation = await conn.fetchval(QUERIES["pool_update_quota"], row["id"], _quota_dict(quota))
+    await record_event(
+        conn,
+        project_id=project.id,
+        kind=KIND,
+        resource_id=row["id"],
+        resource_name=name,
+        type="SpecUpdated",
+        reason="QuotaChanged",
+        message=(
+            f"Quota set to {quota.accelerators} accelerators, cpu {quota.cpu}, "
+            f"memory {quota.memory} at generation {generation}."
+        ),
+        generation=generation,
+        actor=actor,
+    )
+    await ring_doorbell(conn, "pool", row["id"])
+    return await get(conn, project, name)
+
+
+async def request_deletion(
+    conn: Connection, project: ProjectScope, name: str, *, if_match: int | None, actor: str
+) -> PoolResource:
+    """Mark the pool DELETING (DeletionRequested event, doorbell). `InUse` naming the workloads
+    while workloads not being deleted use it; repeating the request changes nothing."""
+    row = await _locked(conn, QUERIES["lock_pool_for_delete"], project, name, if_match)
+    if row["deletion_requested_at"] is None:
+        # A new statement after the FOR UPDATE lock: every workload created under the pool's
+        # key-share lock has committed by now and is visible here.
+        users = [user["ref"] for user in await conn.fetch(QUERIES["pool_users"], row["id"])]
+        if users:
+            raise InUse(
+                users,
+                f"Compute pool {name!r} is used by {', '.join(users)}; delete them first.",
+            )
+        generation = await conn.fetchval(
+            QUERIES["request_pool_deletion"], row["id"], DELETING_REASON
+        )
+        await record_event(
+            conn,
+            project_id=project.id,
+            kind=KIND,
+            resource_id=row["id"],
+            resource_name=name,
+            type="DeletionRequested",
+            reason="Deleted",
+            message=f"Deletion of compute pool {name} requested.",
+            generation=generation,
+            actor=actor,
+        )
+        await ring_doorbell(conn, "pool", row["id"])
+    return await get(conn, project, name)

@@ -1,0 +1,240 @@
+"""Workload rows: create, read, page, replace (new generation), soft delete.
+
+Write functions run in the caller's transaction and leave behind, together, the row change,
+its event row (with the actor) and the doorbell `workload:<id>` on `aicp_work`.
+
+A workload is created in, or moved to, a pool under that pool's key-share lock
+(`app.store.pools.lock_for_workload`); see `app.store.pools` for why that keeps a concurrent
+pool deletion from leaving a workload behind in a pool that is going away. The project row is
+not locked: a project with a pool cannot be deleted, and the pool is locked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from app.domain.errors import (
+    AlreadyExists,
+    BeingDeleted,
+    ExceedsPoolCapacity,
+    FieldError,
+    GenerationMismatch,
+    NotFound,
+)
+from app.domain.specs import Quota
+from app.domain.validation import check_fits_pool
+from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
+from app.store import pools
+from app.store.audit import record_event, ring_doorbell
+from app.store.paging import Position, fetch_page
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from app.domain.specs import WorkloadSpec
+    from app.store.db import Connection
+    from app.store.pools import ProjectScope
+
+KIND = "workload"
+DELETING_REASON = "Deletion requested; waiting for the controller to remove the Job."
+_NIL = uuid.UUID(int=0)
+
+
+def _replaced_reason(generation: int) -> str:
+    return (
+        f"Spec replaced by generation {generation}; waiting for the controller to replace the Job."
+    )
+
+
+async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: WorkloadSpec) -> uuid.UUID:
+    """Key-share-lock the spec's pool and check the workload can ever fit it; its id."""
+    pool = await pools.lock_for_workload(conn, project, spec.compute_pool)
+    shortfall = check_fits_pool(
+        spec, msgspec.convert(pool.quota, Quota), accelerator_class=pool.accelerator_class
+    )
+    if shortfall is not None:
+        raise ExceedsPoolCapacity(
+            compute_pool=shortfall.compute_pool,
+            accelerator_class=shortfall.accelerator_class,
+            requested=shortfall.requested,
+            pool_capacity=shortfall.pool_capacity,
+            errors=[
+                FieldError(
+                    name,
+                    f"replicas x per-replica {name} = {shortfall.requested[name]} exceeds the "
+                    f"pool's {shortfall.pool_capacity[name]}",
+                )
+                for name in shortfall.exceeded
+            ],
+            detail=shortfall.detail,
+        )
+    return pool.id
+
+
+async def create(
+    conn: Connection, project: ProjectScope, spec: WorkloadSpec, *, actor: str
+) -> WorkloadResource:
+    """Insert a PENDING workload at generation 1 with its Accepted event and doorbell.
+
+    Raises `ValidationFailed` on `compute_pool` (no such pool, or it is being deleted),
+    `ExceedsPoolCapacity`, `AlreadyExists`, or `BeingDeleted` (the name's previous workload
+    is still being cleaned up). Of concurrent creates of one name the unique constraint lets
+    exactly one through; the others find the winner's row.
+    """
+    pool_id = await _pool_that_fits(conn, project, spec)
+    workload_id = uuid.uuid4()
+    row = await conn.fetchrow(
+        QUERIES["insert_workload"],
+        workload_id,
+        project.id,
+        pool_id,
+        spec.name,
+        msgspec.to_builtins(spec),
+        ACCEPTED_REASON,
+        actor,
+    )
+    if row is None:
+        holder = await conn.fetchrow(QUERIES["workload_by_name"], project.id, spec.name)
+        if holder is not None and holder["deletion_requested_at"] is not None:
+            raise BeingDeleted(
+                f"Workload {spec.name!r} is being deleted; create it again once it is gone."
+            )
+        raise AlreadyExists(f"Workload {spec.name!r} already exists.")
+    await record_event(
+        conn,
+        project_id=project.id,
+        kind=KIND,
+        resource_id=workload_id,
+        resource_name=spec.name,
+        type="Accepted",
+        reason="Created",
+        message=f"Workload {spec.name} accepted at generation 1 in compute pool "
+        f"{spec.compute_pool}.",
+        generation=1,
+        actor=actor,
+    )
+    await ring_doorbell(conn, "workload", workload_id)
+    return workload_from_row(row, project.name)
+
+
+async def _row(conn: Connection, project: ProjectScope, name: str) -> asyncpg.Record:
+    row = await conn.fetchrow(QUERIES["workload_by_name"], project.id, name)
+    if row is None:
+        raise NotFound(f"Workload {name!r} not found.")
+    return row
+
+
+async def get(conn: Connection, project: ProjectScope, name: str) -> WorkloadResource:
+    """The workload; `NotFound` when there is none (never created, or finalized)."""
+    return workload_from_row(await _row(conn, project, name), project.name)
+
+
+async def get_id(conn: Connection, project: ProjectScope, name: str) -> uuid.UUID:
+    """The workload's id (for its events); `NotFound` when there is none."""
+    row = await _row(conn, project, name)
+    workload_id: uuid.UUID = row["id"]
+    return workload_id
+
+
+async def page(
+    conn: Connection,
+    project: ProjectScope,
+    *,
+    state: str | None,
+    compute_pool: str | None,
+    after: Position | None,
+    limit: int,
+) -> tuple[list[WorkloadResource], Position | None]:
+    """Up to `limit` workloads older than `after`, newest first, optionally filtered by state
+    and pool name, and the next page's position (None on the last page)."""
+    rows, position = await fetch_page(
+        conn,
+        QUERIES["list_workloads"],
+        project.id,
+        state,
+        compute_pool,
+        after=after,
+        limit=limit,
+        first_id=_NIL,
+    )
+    return [workload_from_row(row, project.name) for row in rows], position
+
+
+async def _lock(
+    conn: Connection, project: ProjectScope, name: str, if_match: int | None
+) -> asyncpg.Record:
+    row = await conn.fetchrow(QUERIES["lock_workload"], project.id, name)
+    if row is None:
+        raise NotFound(f"Workload {name!r} not found.")
+    if if_match is not None and if_match != row["generation"]:
+        raise GenerationMismatch(row["generation"])
+    return row
+
+
+async def replace(
+    conn: Connection,
+    project: ProjectScope,
+    spec: WorkloadSpec,
+    *,
+    if_match: int | None,
+    actor: str,
+) -> WorkloadResource:
+    """Make `spec` the workload's next generation, PENDING until the reconciler replaces the
+    Job (SpecUpdated event, doorbell). `BeingDeleted` once deletion was requested."""
+    current = await _lock(conn, project, spec.name, if_match)
+    if current["deletion_requested_at"] is not None:
+        raise BeingDeleted(f"Workload {spec.name!r} is being deleted and cannot be changed.")
+    pool_id = await _pool_that_fits(conn, project, spec)
+    generation = current["generation"] + 1
+    row = await conn.fetchrow(
+        QUERIES["replace_workload"],
+        current["id"],
+        msgspec.to_builtins(spec),
+        pool_id,
+        _replaced_reason(generation),
+    )
+    assert row is not None  # this transaction holds the row lock
+    await record_event(
+        conn,
+        project_id=project.id,
+        kind=KIND,
+        resource_id=current["id"],
+        resource_name=spec.name,
+        type="SpecUpdated",
+        reason="Replaced",
+        message=f"Workload {spec.name} replaced by generation {generation}.",
+        generation=generation,
+        actor=actor,
+    )
+    await ring_doorbell(conn, "workload", current["id"])
+    return workload_from_row(row, project.name)
+
+
+async def request_deletion(
+    conn: Connection, project: ProjectScope, name: str, *, if_match: int | None, actor: str
+) -> WorkloadResource:
+    """Mark the workload DELETING (DeletionRequested event, doorbell); it stays readable until
+    the reconciler finalizes it. Repeating the request changes nothing."""
+    current = await _lock(conn, project, name, if_match)
+    if current["deletion_requested_at"] is not None:
+        return workload_from_row(current, project.name)
+    row = await conn.fetchrow(QUERIES["request_workload_deletion"], current["id"], DELETING_REASON)
+    assert row is not None  # this transaction holds the row lock
+    await record_event(
+        conn,
+        project_id=project.id,
+        kind=KIND,
+        resource_id=current["id"],
+        resource_name=name,
+        type="DeletionRequested",
+        reason="Deleted",
+        message=f"Deletion of workload {name} requested.",
+        generation=current["generation"],
+        actor=actor,
+    )
+    await ring_doorbell(conn, "workload", current["id"])
+    return workload_from_row(row, project.name)

@@ -1,0 +1,211 @@
+"""Request rate and latency of `POST .../workloads` and `GET .../workloads/{name}`.
+
+A small closed-loop load generator on aiohttp: `--concurrency` clients each send their next
+request as soon as the previous answer arrives, for `--seconds` per phase. Unless `--url` points
+at a running instance, it creates a fresh database on `--pg`, starts `python -m app serve`
+against it (admin token generated here), waits for `/readyz`, and stops it at the end.
+
+    .venv/bin/python loadtest/api_bench.py --seconds 20 --concurrency 32
+
+Setup (binding, project, pool with room for every workload) goes through the API like a user.
+Every answer is checked: a POST must be 202 and a GET 200, or the run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import asyncpg
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = "bench"
+POOL = "bench-pool"
+
+
+@dataclass
+class Phase:
+    """Latencies (seconds) of one phase's successful requests, and its wall time."""
+
+    name: str
+    latencies: list[float] = field(default_factory=list)
+    wall: float = 0.0
+
+    def summary(self) -> str:
+        lat = sorted(self.latencies)
+        count = len(lat)
+        p50 = lat[count // 2] * 1000
+        p99 = lat[min(count - 1, int(count * 0.99))] * 1000
+        return (
+            f"{self.name:<28} {count:>7} req  {count / self.wall:>8.0f} req/s  "
+            f"p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  mean {statistics.fmean(lat) * 1000:6.1f} ms"
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def served(pg: str, token: str) -> AsyncIterator[str]:
+    """A fresh database and `python -m app serve` on it; yields the base URL."""
+    database = f"aicp_bench_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(f"{pg}/postgres")
+    await admin.execute(f'CREATE DATABASE "{database}"')
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"{pg}/{database}",
+        "AICP_ADMIN_TOKEN": token,
+        "AICP_HTTP_HOST": "127.0.0.1",
+        "AICP_HTTP_PORT": str(port),
+        "AICP_LOG_FORMAT": "json",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        await _wait_ready(base, proc)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
+async def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise SystemExit(f"app exited with {proc.returncode}:\n{err[-4000:]}")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"{base}/readyz") as resp:
+                    if resp.status == 200:
+                        return
+            await asyncio.sleep(0.2)
+    raise SystemExit("app did not become ready within 60 s")
+
+
+async def _call(
+    session: aiohttp.ClientSession, method: str, url: str, expect: int, body: object = None
+) -> None:
+    async with session.request(method, url, json=body) as resp:
+        text = await resp.text()
+        if resp.status != expect:
+            raise SystemExit(f"{method} {url} -> {resp.status}, expected {expect}: {text}")
+
+
+async def setup(session: aiohttp.ClientSession, base: str) -> None:
+    """Binding, project and a pool large enough for every workload the run creates."""
+    api = f"{base}/api/v1"
+    binding = {"resource_name": "nvidia.com/gpu", "flavor": "bench-gpu", "node_labels": {}}
+    await _call(session, "PUT", f"{api}/accelerator-bindings/bench-gpu", 201, binding)
+    await _call(session, "POST", f"{api}/projects", 202, {"name": PROJECT})
+    pool = {
+        "name": POOL,
+        "accelerator_class": "bench-gpu",
+        "quota": {"accelerators": 64, "cpu": "1000", "memory": "10Ti"},
+    }
+    await _call(session, "POST", f"{api}/projects/{PROJECT}/compute-pools", 202, pool)
+
+
+async def run_phase(
+    name: str,
+    concurrency: int,
+    seconds: float,
+    one: Callable[[int, int], Awaitable[None]],
+) -> Phase:
+    """`concurrency` closed-loop clients calling `one(client, n)` until `seconds` pass."""
+    phase = Phase(name)
+    stop_at = time.monotonic() + seconds
+
+    async def client(index: int) -> None:
+        n = 0
+        while time.monotonic() < stop_at:
+            started = time.perf_counter()
+            await one(index, n)
+            phase.latencies.append(time.perf_counter() - started)
+            n += 1
+
+    began = time.monotonic()
+    await asyncio.gather(*(client(i) for i in range(concurrency)))
+    phase.wall = time.monotonic() - began
+    return phase
+
+
+async def bench(base: str, token: str, seconds: float, concurrency: int) -> list[Phase]:
+    headers = {"Authorization": f"Bearer {token}"}
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
+        await setup(session, base)
+        workloads = f"{base}/api/v1/projects/{PROJECT}/workloads"
+        created: list[str] = []
+
+        async def post(client: int, n: int) -> None:
+            name = f"w-{client}-{n}"
+            body = {"name": name, "compute_pool": POOL, "image": "ghcr.io/acme/train:1.4",
+                    "command": ["python", "train.py"], "accelerators": 1, "cpu": "4",
+                    "memory": "16Gi", "labels": {"team": "bench"}}
+            await _call(session, "POST", workloads, 202, body)
+            created.append(name)
+
+        async def get(client: int, n: int) -> None:
+            name = created[(client * 7919 + n * 104729) % len(created)]
+            await _call(session, "GET", f"{workloads}/{name}", 200)
+
+        posts = await run_phase("POST /workloads", concurrency, seconds, post)
+        gets = await run_phase("GET /workloads/{name}", concurrency, seconds, get)
+    return [posts, gets]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="duration of each phase")
+    parser.add_argument("--concurrency", type=int, default=32, help="closed-loop clients")
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432",
+                        help="PostgreSQL server for the fresh database (without a db name)")
+    parser.add_argument("--url", help="benchmark a running instance instead (needs --token)")
+    parser.add_argument("--token", help="admin token of the running instance")
+    args = parser.parse_args()
+
+    async def go() -> list[Phase]:
+        if args.url:
+            return await bench(args.url, args.token, args.seconds, args.concurrency)
+        token = f"bench-{secrets.token_urlsafe(24)}"
+        async with served(args.pg, token) as base:
+            return await bench(base, token, args.seconds, args.concurrency)
+
+    phases = asyncio.run(go())
+    print(f"concurrency {args.concurrency}, {args.seconds:.0f} s per phase, cpus {os.cpu_count()}")
+    for phase in phases:
+        print(phase.summary())
+
+
+if __name__ == "__main__":
+    main()
