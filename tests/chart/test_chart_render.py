@@ -161,15 +161,6 @@ def test_the_pod_runs_restricted(values: dict[str, Any]) -> None:
     assert container["resources"]["limits"]["memory"]
 
 
-def test_termination_grace_outlasts_the_pre_stop_sleep_and_the_service_shutdown_grace() -> None:
-    rendered = render(DEFAULT_VALUES)
-    pod = rendered.one("Deployment")["spec"]["template"]["spec"]
-
-    pre_stop = rendered.container["lifecycle"]["preStop"]["sleep"]["seconds"]
-    assert pod["terminationGracePeriodSeconds"] == 30
-    assert pod["terminationGracePeriodSeconds"] > pre_stop + 20
-
-
 def test_a_single_replica_gets_no_disruption_budget_that_would_block_node_drains() -> None:
     rendered = render(DEFAULT_VALUES)
 
