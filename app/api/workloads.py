@@ -4,7 +4,7 @@ every member of the project reads. Reads come from PostgreSQL, never from the cl
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post, put
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, Parameter, QueryParameter
 
 from app.api.auth import requires
 from app.api.deps import CallerDep, DbDep
@@ -25,7 +25,8 @@ ONE = PATH + "/{name:str}"
 NamePath = Parameter(description="Workload name", examples=[])
 # `state` is a reserved handler argument in Litestar (the application state), hence the alias.
 StateFilter = Annotated[
-    WorkloadState | None, Parameter(query="state", description="Only workloads in this state")
+    WorkloadState | None,
+    QueryParameter(name="state", description="Only workloads in this state"),
 ]
 PoolFilter = Annotated[
     str | None, Parameter(max_length=30, description="Only workloads of this compute pool")
