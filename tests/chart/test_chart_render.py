@@ -276,3 +276,10 @@ def test_the_notes_show_the_first_curl_with_the_admin_token() -> None:
     assert "kubectl -n aicp-system port-forward service/aicp 8080:8080" in notes
     assert "curl -sS -X PUT http://127.0.0.1:8080/api/v1/accelerator-bindings/h100-80g" in notes
     assert "Authorization: Bearer $AICP_ADMIN_TOKEN" in notes
+
+
+def test_a_zero_pre_stop_sleep_drops_the_hook_for_clusters_without_the_sleep_action() -> None:
+    rendered = render({**DEFAULT_VALUES, "preStopSleepSeconds": 0})
+
+    assert "lifecycle" not in rendered.container
+    kubernetes_validate.validate(rendered.one("Deployment"), KUBERNETES_VERSION, strict=True)
