@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kubesim.tables import Stored
 
 _FLUSH_BYTES = 256 * 1024
+_FAULT_POLL = 0.5
 
 
 def _error_line(code: int, reason: str, message: str) -> bytes:
@@ -108,6 +109,15 @@ async def _start(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+def _dropped(state: AppState, started: float, now: float, sent: int) -> bool:
+    """The `watch_drop_after_*` faults, read afresh so they reach streams already open."""
+    faults = state.faults
+    if faults.watch_drop_after_events is not None and sent >= faults.watch_drop_after_events:
+        return True
+    after = faults.watch_drop_after_seconds
+    return after is not None and now - started >= after
+
+
 async def _stream(
     resp: web.StreamResponse,
     state: AppState,
@@ -116,32 +126,38 @@ async def _stream(
     initial: list[Stored],
     watcher: Watcher,
 ) -> None:
-    store, faults = state.store, state.faults
+    store = state.store
     loop = asyncio.get_running_loop()
+    started = watcher.last_write = loop.time()
     # Without timeoutSeconds the real server picks 30-60 minutes.
     timeout = params.timeout_seconds
-    deadline = loop.time() + (timeout if timeout is not None else random.uniform(1800, 3600))
-    if faults.watch_drop_after_seconds is not None:
-        deadline = min(deadline, loop.time() + faults.watch_drop_after_seconds)
-    budget = faults.watch_drop_after_events  # events left before a dropped stream
+    deadline = started + (timeout if timeout is not None else random.uniform(1800, 3600))
     lines = _added_lines(initial)
-    if budget is not None:
-        lines, budget = lines[:budget], budget - min(budget, len(lines))
+    drop_after = state.faults.watch_drop_after_events
+    if drop_after is not None and len(lines) >= drop_after:
+        await _write_all(resp, lines[:drop_after])
+        return
+    sent = len(lines)
     if params.send_initial_events:
         lines.append(_bookmark_line(rt, store.resource_version, initial_end=True))
     await _write_all(resp, lines)
-    while budget is None or budget > 0:
+    while not _dropped(state, started, loop.time(), sent):
         remaining = deadline - loop.time()
         if remaining <= 0:
             return
-        wait = min(remaining, state.bookmark_interval) if params.bookmarks else remaining
+        # Wake at least every _FAULT_POLL seconds to notice faults set while idle.
+        wait = min(remaining, _FAULT_POLL)
+        if params.bookmarks:
+            wait = min(wait, state.bookmark_interval)
         try:
             first = await asyncio.wait_for(watcher.get(), wait)
         except TimeoutError:
-            if params.bookmarks and watcher.pending() == 0 and loop.time() < deadline:
+            idle = loop.time() - watcher.last_write
+            if params.bookmarks and idle >= state.bookmark_interval and loop.time() < deadline:
                 # Nothing is queued, so every change up to the store's RV that concerns this
                 # watcher has been written: the bookmark may claim that RV.
                 await resp.write(_bookmark_line(rt, store.resource_version))
+                watcher.last_write = loop.time()
             continue
         except Expired as exc:
             await resp.write(_error_line(410, "Expired", str(exc)))
@@ -149,7 +165,9 @@ async def _stream(
         except EOFError:
             return
         # Write what is already queued in one chunk (one flush for a burst of events).
-        batch = [first, *watcher.take(budget - 1 if budget is not None else 1000)]
+        limit = state.faults.watch_drop_after_events
+        room = 1000 if limit is None else max(0, limit - sent - 1)
+        batch = [first, *watcher.take(room)]
         await resp.write(b"".join(change.line(event_type) for event_type, change in batch))
-        if budget is not None:
-            budget -= len(batch)
+        watcher.last_write = loop.time()
+        sent += len(batch)

@@ -78,6 +78,7 @@ class Watcher:
         self.closed = False
         self.last_rv = 0
         self.delivered = 0
+        self.last_write = 0.0  # loop time the HTTP stream last wrote (bookmark pacing)
 
     def matches(self, obj: Obj) -> bool:
         labels = object_labels(obj)
