@@ -6,7 +6,9 @@ pod template's `nodeSelector`/`tolerations` from admission on. So there are two 
 - `render_job` — the whole Job, applied only when the Job does not exist yet;
 - `render_job_metadata_only` — what aicp keeps asserting afterwards (labels, finalizer). It
   declares no `spec` at all: re-applying `suspend: true` with `force` would take the field back
-  from Kueue and re-suspend a running Job.
+  from Kueue and re-suspend a running Job. It is applied under its own field manager
+  (`JOB_METADATA_FIELD_MANAGER`), because under the creating manager the apply would prune
+  every spec field that manager declared at creation.
 
 Both are deterministic (maps are emitted with sorted keys), so applying one twice is a no-op
 on the server and produces no watch event.
@@ -30,6 +32,8 @@ from app.domain.render_labels import (
 from app.domain.render_queues import priority_class_name
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from app.domain.rendering_inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
 
@@ -138,7 +142,8 @@ def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manif
     """The apply body for an existing Job: only the labels and finalizer aicp owns.
 
     Used to restore drifted metadata (a label removed by hand) without touching `spec`,
-    which Kueue owns once the Job is admitted.
+    which Kueue owns once the Job is admitted. Apply it as field manager
+    `JOB_METADATA_FIELD_MANAGER`, never as the manager that created the Job (see there).
     """
     return {
         "apiVersion": "batch/v1",
@@ -150,3 +155,22 @@ def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manif
             "finalizers": [EVIDENCE_FINALIZER],
         },
     }
+
+
+def evidence_finalizer_removal(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """A JSON patch (RFC 6902) removing `aicp.dev/evidence` from `job`; None if it has none.
+
+    Server-side apply cannot drop the finalizer while the creating manager still owns it,
+    and a merge patch replaces the whole list (losing other controllers' finalizers). This
+    patch removes exactly our entry, at the index it was read at; the `test` operation makes
+    the server refuse it (422) if the list moved meanwhile, so the caller re-reads and retries
+    instead of removing someone else's finalizer.
+    """
+    finalizers = (job.get("metadata") or {}).get("finalizers") or []
+    if EVIDENCE_FINALIZER not in finalizers:
+        return None
+    path = f"/metadata/finalizers/{finalizers.index(EVIDENCE_FINALIZER)}"
+    return [
+        {"op": "test", "path": path, "value": EVIDENCE_FINALIZER},
+        {"op": "remove", "path": path},
+    ]

@@ -30,6 +30,12 @@ EVIDENCE_FINALIZER: Final = "aicp.dev/evidence"
 
 #: The server-side apply field manager of every aicp write.
 FIELD_MANAGER: Final = "aicp"
+#: The field manager of `render_job_metadata_only` applies. It must differ from the one that
+#: created the Job: server-side apply removes every field a manager declared before and no
+#: longer declares, so a metadata-only body under `aicp` would try to delete the Job's spec
+#: (422, the template of a started Job is immutable; worse, a suspended Job would lose
+#: `suspend: true` and start without admission).
+JOB_METADATA_FIELD_MANAGER: Final = "aicp-metadata"
 APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 
 #: Pods of a Job carry the Job's uid under this label (set by the Job controller).
