@@ -3,8 +3,9 @@
 The reconciler's calls are counted by kubesim (`GET /_sim/stats`: method, path pattern, content
 type, field manager). RBAC speaks another language: (API group, resource[/subresource], verb).
 `rbac_attributes` translates one request the way the apiserver's RequestInfo resolver does,
-and `write_observed` stores a run's attributes as `observed_kube_calls.json`, which
-`test_rbac_matches_reconciler.py` compares with the chart's ClusterRole.
+`attributes_from_sim_stats` a whole stats document, and `write_observed` stores a run's
+attributes as `observed_kube_calls.json`, which `test_rbac_matches_reconciler.py` compares
+with the chart's ClusterRole.
 
 File format (sorted, one object per attribute):
     {"source": "<what produced it>",
@@ -14,10 +15,10 @@ File format (sorted, one object per attribute):
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -77,6 +78,41 @@ def _verb(method: str, *, named: bool, watch: bool) -> str:
     if method not in verbs:
         raise ValueError(f"no RBAC verb for HTTP {method}")
     return verbs[method]
+
+
+_METHOD_OF_VERB = {
+    "get": "GET",
+    "list": "GET",
+    "watch": "GET",
+    "create": "POST",
+    "update": "PUT",
+    "patch": "PATCH",
+    "delete": "DELETE",
+}
+
+
+def attributes_from_sim_stats(stats: Mapping[str, Any]) -> set[Attribute]:
+    """The attributes behind kubesim's `GET /_sim/stats` counters (`by_verb_path`).
+
+    kubesim counts content types for all requests together, not per path: when any request
+    was a server-side apply, every `patch` is taken as one (so its kind also needs `create`).
+    aicp's only other patch is the JSON patch removing its finalizer from Jobs, which it also
+    applies, so this adds nothing it does not need. Reset the counters before aicp starts and
+    keep the test's own Kubernetes reads out of the window, or they are counted as aicp's.
+    """
+    applied = APPLY_PATCH in (stats.get("by_content_type") or {})
+    attributes: set[Attribute] = set()
+    for key in stats.get("by_verb_path") or {}:
+        verb, _, pattern = key.partition(" ")
+        if verb not in _METHOD_OF_VERB:
+            continue
+        attributes |= rbac_attributes(
+            _METHOD_OF_VERB[verb],
+            pattern,
+            watch=verb == "watch",
+            content_type=APPLY_PATCH if verb == "patch" and applied else None,
+        )
+    return attributes
 
 
 def write_observed(path: Path, attributes: Iterable[Attribute], *, source: str) -> None:

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.chart.kube_calls import Attribute, rbac_attributes, read_observed, write_observed
+from tests.chart.kube_calls import (
+    Attribute,
+    attributes_from_sim_stats,
+    rbac_attributes,
+    read_observed,
+    write_observed,
+)
 
 JOBS = "/apis/batch/v1/namespaces/aicp-research/jobs"
 APPLY = "application/apply-patch+yaml"
@@ -103,3 +109,36 @@ def test_observed_calls_survive_a_write_and_read(tmp_path: Path) -> None:
     write_observed(path, attributes, source="a test")
 
     assert read_observed(path) == attributes
+
+
+def test_kubesim_stats_become_the_attributes_of_the_calls_they_counted() -> None:
+    stats = {
+        "by_verb_path": {
+            "list /apis/batch/v1/jobs": 1,
+            "watch /apis/batch/v1/jobs": 3,
+            "patch /apis/batch/v1/namespaces/{namespace}/jobs/{name}": 4,
+            "delete /apis/batch/v1/namespaces/{namespace}/jobs/{name}": 1,
+            "get /api/v1/namespaces/{namespace}/pods/{name}/log": 2,
+            "get /version": 1,
+            "get /apis/kueue.x-k8s.io/v1beta2": 1,
+        },
+        "by_content_type": {"application/apply-patch+yaml": 3, "application/json-patch+json": 1},
+    }
+
+    assert attributes_from_sim_stats(stats) == {
+        ("batch", "jobs", "list"),
+        ("batch", "jobs", "watch"),
+        ("batch", "jobs", "patch"),
+        ("batch", "jobs", "create"),
+        ("batch", "jobs", "delete"),
+        ("", "pods/log", "get"),
+    }
+
+
+def test_without_any_apply_a_patch_needs_no_create() -> None:
+    stats = {
+        "by_verb_path": {"patch /apis/batch/v1/namespaces/{namespace}/jobs/{name}": 1},
+        "by_content_type": {"application/merge-patch+json": 1},
+    }
+
+    assert attributes_from_sim_stats(stats) == {("batch", "jobs", "patch")}
