@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from app.domain.render_drift import declared_drift
 from app.domain.render_job import (
-    evidence_finalizer_removal,
     identity_labels,
     render_job,
     render_job_labels,
@@ -33,7 +32,6 @@ __all__ = [
     "Manifest",
     "PoolIdentity",
     "declared_drift",
-    "evidence_finalizer_removal",
     "identity_labels",
     "priority_class_name",
     "render_cluster_queue",

@@ -32,8 +32,6 @@ from app.domain.render_labels import (
 from app.domain.render_queues import priority_class_name
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from app.domain.rendering_inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
 
@@ -155,22 +153,3 @@ def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manif
             "finalizers": [EVIDENCE_FINALIZER],
         },
     }
-
-
-def evidence_finalizer_removal(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """A JSON patch (RFC 6902) removing `aicp.dev/evidence` from `job`; None if it has none.
-
-    Server-side apply cannot drop the finalizer while the creating manager still owns it,
-    and a merge patch replaces the whole list (losing other controllers' finalizers). This
-    patch removes exactly our entry, at the index it was read at; the `test` operation makes
-    the server refuse it (422) if the list moved meanwhile, so the caller re-reads and retries
-    instead of removing someone else's finalizer.
-    """
-    finalizers = (job.get("metadata") or {}).get("finalizers") or []
-    if EVIDENCE_FINALIZER not in finalizers:
-        return None
-    path = f"/metadata/finalizers/{finalizers.index(EVIDENCE_FINALIZER)}"
-    return [
-        {"op": "test", "path": path, "value": EVIDENCE_FINALIZER},
-        {"op": "remove", "path": path},
-    ]

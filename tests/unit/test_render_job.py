@@ -7,7 +7,6 @@ import pytest
 
 from app.domain.render import (
     JobIdentity,
-    evidence_finalizer_removal,
     render_job,
     render_job_labels,
     render_job_metadata_only,
@@ -200,22 +199,3 @@ def test_the_schema_check_is_strict_about_unknown_job_fields() -> None:
 
     with pytest.raises(kubernetes_validate.ValidationError):
         validate_builtin(job)
-
-
-def test_the_finalizer_removal_patch_removes_exactly_our_entry_where_it_was_read() -> None:
-    job = render_job(IDENTITY, SPEC, GPU)
-    job["metadata"]["finalizers"] = ["example.com/other", "aicp.dev/evidence"]
-
-    patch = evidence_finalizer_removal(job)
-
-    assert patch == [
-        {"op": "test", "path": "/metadata/finalizers/1", "value": "aicp.dev/evidence"},
-        {"op": "remove", "path": "/metadata/finalizers/1"},
-    ]
-
-
-def test_a_job_without_our_finalizer_needs_no_removal_patch() -> None:
-    job = render_job(IDENTITY, SPEC, GPU)
-    job["metadata"]["finalizers"] = []
-
-    assert evidence_finalizer_removal(job) is None

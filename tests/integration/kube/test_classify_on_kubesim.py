@@ -21,7 +21,6 @@ from app.domain.classify_pool import classify_pool, pool_snapshot
 from app.domain.render import (
     JobIdentity,
     PoolIdentity,
-    evidence_finalizer_removal,
     render_cluster_queue,
     render_job,
     render_job_metadata_only,
@@ -283,8 +282,11 @@ async def test_a_job_deleted_by_hand_is_held_by_the_evidence_finalizer_until_it_
     evidence = (await sim.classify(identity, spec)).evidence
     assert evidence.job is not None and evidence.job.uid == held["metadata"]["uid"]
 
-    patch = evidence_finalizer_removal(held)
-    assert patch is not None
+    index = held["metadata"]["finalizers"].index("aicp.dev/evidence")
+    patch = [
+        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": "aicp.dev/evidence"},
+        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+    ]
     await batch.patch_namespaced_job(
         identity.job_name, identity.namespace, patch, _content_type="application/json-patch+json"
     )
