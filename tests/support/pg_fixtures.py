@@ -1,1 +1,160 @@
-"""PostgreSQL fixtures: filled in by the storage work."""
+"""PostgreSQL fixtures: a migrated template per session, a fresh database per test.
+
+``AICP_TEST_DATABASE_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``) names a
+server and a maintenance database on it. When nothing answers there, an embedded server
+(pgserver) is started in a temporary directory for the session, so the suite runs on a
+machine without PostgreSQL.
+
+- ``pg_server_url`` (session): the maintenance URL of the server in use.
+- ``pg_template`` (session): a database migrated to the latest schema, used as a template.
+- ``database_url`` (function): ``CREATE DATABASE t_<random> TEMPLATE <template>``; dropped
+  ``WITH (FORCE)`` after the test.
+- ``service`` / ``app_client`` (function): aicp running in-process on a real uvicorn bound to
+  127.0.0.1:0 against ``database_url``, and an httpx client for it holding the admin token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import tempfile
+import urllib.parse
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from app.config import Settings
+from app.main import Service
+from app.store.db import Database
+from app.store.migrations import migrate
+from tests.support.api_client import ADMIN_TOKEN, Api
+
+DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def with_database(url: str, database: str) -> str:
+    """``url`` pointing at another database on the same server."""
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + database))
+
+
+async def _answers(url: str) -> bool:
+    try:
+        conn = await asyncpg.connect(url, timeout=2)
+    except (OSError, asyncpg.PostgresError, TimeoutError):
+        return False
+    await conn.close()
+    return True
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    url = os.environ.get("AICP_TEST_DATABASE_URL", DEFAULT_URL)
+    if asyncio.run(_answers(url)):
+        yield url
+        return
+    import pgserver
+
+    with tempfile.TemporaryDirectory(prefix="aicp-test-pg-") as directory:
+        server = pgserver.get_server(Path(directory) / "pg", cleanup_mode="delete")
+        yield server.get_uri("postgres")
+        server.cleanup()
+
+
+async def _admin_execute(server_url: str, *statements: str) -> None:
+    conn = await asyncpg.connect(server_url, timeout=10)
+    try:
+        for statement in statements:
+            await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+async def _build_template(server_url: str, name: str) -> None:
+    await _admin_execute(server_url, f'CREATE DATABASE "{name}"')
+    db = await Database.connect(with_database(server_url, name), size=2)
+    try:
+        await migrate(db)
+    finally:
+        await db.close()
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server_url: str) -> Iterator[str]:
+    """Name of a database holding the migrated schema and nothing else."""
+    name = f"aicp_tmpl_{os.getpid()}_{secrets.token_hex(3)}"
+    asyncio.run(_build_template(pg_server_url, name))
+    yield name
+    asyncio.run(_admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def database_url(pg_server_url: str, pg_template: str) -> AsyncIterator[str]:
+    """A private, migrated database for one test."""
+    name = f"t_{secrets.token_hex(6)}"
+    await _admin_execute(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    try:
+        yield with_database(pg_server_url, name)
+    finally:
+        await _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def empty_database_url(pg_server_url: str) -> AsyncIterator[str]:
+    """A private database with no schema at all (for migration tests)."""
+    name = f"t_{secrets.token_hex(6)}"
+    await _admin_execute(pg_server_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield with_database(pg_server_url, name)
+    finally:
+        await _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def service_settings(database_url: str, **overrides: Any) -> Settings:
+    """Settings for an in-process test service on an ephemeral port."""
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "kubeconfig": None,
+        "instance_id": f"test-{secrets.token_hex(3)}",
+        "http_host": "127.0.0.1",
+        "http_port": 0,
+        "admin_token": ADMIN_TOKEN,
+        "lease_ttl_seconds": 15.0,
+        "sweep_interval_seconds": 1.0,
+        "workers": 2,
+        "db_pool_size": 10,
+        "log_format": "console",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+async def service(database_url: str) -> AsyncIterator[Service]:
+    """aicp serving HTTP on 127.0.0.1:<ephemeral> against this test's database."""
+    running = Service(service_settings(database_url))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+async def app_client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for ``service`` that sends the platform admin token."""
+    async with httpx.AsyncClient(
+        base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+async def api(app_client: httpx.AsyncClient) -> Api:
+    """Shortcuts for setting up projects, tokens and bindings over HTTP (see ``Api``)."""
+    return Api(app_client)

@@ -1,0 +1,107 @@
+"""The Litestar application factory: routes, the auth guard, body checks, the one exception
+handler, OpenAPI at ``/schema/openapi.json``, wrapped in the observability ASGI layer."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from app.api import bindings, projects, tokens
+from app.api.auth import authorize
+from app.api.bodies import check_body
+from app.api.deps import database_provider, provide_caller
+from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
+from app.api.observe import Observed
+from app.api.problems import problem_response
+from app.api.validation import MAX_BODY_BYTES
+
+if TYPE_CHECKING:
+    from litestar.types import ASGIApp
+
+    from app.store.db import Database
+
+API_PREFIX = "/api/v1"
+
+# Resource modules of the pools/workloads/events work; each exposes ROUTES. Imported by name
+# so this factory does not depend on which of them have landed yet.
+_OPTIONAL_RESOURCE_MODULES = ("app.api.pools", "app.api.workloads", "app.api.events")
+
+
+@dataclass
+class ApiDependencies:
+    """What the HTTP layer needs from the composition root."""
+
+    db: Database
+    admin_token: str | None
+    readiness_checks: list[ReadinessCheck] = field(default_factory=list)
+
+
+def _resource_routes() -> list[Any]:
+    routes: list[Any] = [*projects.ROUTES, *tokens.ROUTES, *bindings.ROUTES]
+    for name in _OPTIONAL_RESOURCE_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        routes.extend(module.ROUTES)
+    return routes
+
+
+def create_app(deps: ApiDependencies) -> Litestar:
+    """The Litestar application (without the outer observability layer; see ``asgi_app``)."""
+
+    api = Router(
+        path=API_PREFIX,
+        route_handlers=_resource_routes(),
+        guards=[authorize],
+        before_request=check_body,
+        security=[{"bearer": []}],
+    )
+    app = Litestar(
+        route_handlers=[api, healthz, readyz, metrics_endpoint],
+        dependencies={
+            "db": database_provider(deps.db),
+            "caller": Provide(provide_caller),
+        },
+        exception_handlers={Exception: problem_response},
+        request_max_body_size=MAX_BODY_BYTES,
+        openapi_config=OpenAPIConfig(
+            title="aicp",
+            version="1.0.0",
+            description="AI compute control plane: projects, accelerator bindings, compute "
+            "pools and GPU batch workloads on Kubernetes with Kueue. Errors are RFC 9457 "
+            "problems (`application/problem+json`).",
+            path="/schema",
+            render_plugins=[JsonRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "bearer": SecurityScheme(
+                        type="http",
+                        scheme="bearer",
+                        description="The platform admin token or a project token (`aicp_...`).",
+                    )
+                }
+            ),
+        ),
+        state=None,
+        debug=False,
+    )
+    app.state["db"] = deps.db
+    app.state["admin_token"] = deps.admin_token
+    app.state["readiness_checks"] = deps.readiness_checks
+    app.state["stopping"] = False
+    return app
+
+
+def asgi_app(app: Litestar) -> ASGIApp:
+    """What uvicorn serves: the application inside the request-id/metrics layer."""
+    return Observed(app)

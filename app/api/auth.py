@@ -1,0 +1,175 @@
+"""Who is calling, what they may see, and what they may do.
+
+One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this order:
+
+1. **Authenticate** — ``Authorization: Bearer <token>``. The platform admin token is compared in
+   constant time; any other token is looked up by its SHA-256 digest on every request (one
+   indexed read, no cache), so expiry and revocation hold from the next request on, on every
+   replica. Missing, malformed, unknown, expired or revoked → 401.
+2. **Scope** — a ``{project}`` path parameter must name a project the caller can see: any
+   existing project for the admin, only its own for a project token. Otherwise 404, never 403,
+   so a token cannot learn which other projects exist.
+3. **Authorize** — the handler declares the role it needs with ``opt=requires(...)``. Reads
+   default to ``viewer``; a write that declares nothing needs the platform admin (fail closed).
+   Too low a role on a visible project → 403 with ``required_role``.
+
+The result is a ``Caller`` in ``request.state``; handlers receive it as the ``caller``
+dependency. A request body never names the caller's tenant.
+"""
+
+from __future__ import annotations
+
+import hmac
+import uuid  # noqa: TC003 - Litestar resolves Caller's annotations at runtime
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from app.domain.errors import Forbidden, NotFound, Unauthorized
+from app.domain.states import Role
+from app.store import tokens
+from app.store.queries import QUERIES
+from app.store.tokens import TOKEN_PREFIX
+
+if TYPE_CHECKING:
+    from litestar.connection import ASGIConnection
+    from litestar.handlers.base import BaseRouteHandler
+    from litestar.types import HTTPScope
+
+    from app.store.db import Database
+
+PLATFORM_ADMIN = "platform-admin"
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_STATE_KEY = "caller"
+
+
+@dataclass(frozen=True)
+class ProjectRef:
+    """The project named in the path, as the caller may see it."""
+
+    id: uuid.UUID
+    name: str
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller and the project in scope for this request (if any)."""
+
+    actor: str
+    """``admin`` or ``token:<id>``: recorded in events and ``created_by``."""
+    is_admin: bool
+    role: Role | None
+    """The project token's role; None for the platform admin."""
+    token_project_id: uuid.UUID | None
+    project: ProjectRef | None
+
+    @property
+    def identity(self) -> str:
+        """The scope of Idempotency-Keys: one caller's keys never collide with another's."""
+        return self.actor
+
+    def require_project(self) -> ProjectRef:
+        """The path's project; routes with ``{project}`` always have one."""
+        if self.project is None:
+            raise NotFound("No project in scope.")
+        return self.project
+
+
+def requires(role: Role | str) -> dict[str, Any]:
+    """Route ``opt`` declaring the least role a handler needs (or ``PLATFORM_ADMIN``)."""
+    return {"role": str(role)}
+
+
+def _bearer(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    header = connection.headers.get("authorization")
+    if not header:
+        raise Unauthorized("Send Authorization: Bearer <token>.")
+    scheme, _, credentials = header.partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials or " " in credentials:
+        raise Unauthorized("The Authorization header must be 'Bearer <token>'.")
+    return credentials
+
+
+def _database(connection: ASGIConnection[Any, Any, Any, Any]) -> Database:
+    db: Database = connection.app.state["db"]
+    return db
+
+
+async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
+    secret = _bearer(connection)
+    admin_token: str | None = connection.app.state.get("admin_token")
+    if admin_token is not None and hmac.compare_digest(
+        secret.encode("utf-8"), admin_token.encode("utf-8")
+    ):
+        return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
+    if not secret.startswith(TOKEN_PREFIX):
+        raise Unauthorized("The token is not valid.")
+    async with _database(connection).connection() as conn:
+        found = await tokens.authenticate(conn, secret)
+    if found is None:
+        raise Unauthorized("The token is not valid.")
+    if found.revoked:
+        raise Unauthorized("The token has been revoked.")
+    if found.expired:
+        raise Unauthorized("The token has expired.")
+    return Caller(
+        actor=f"token:{found.id}",
+        is_admin=False,
+        role=Role(found.role),
+        token_project_id=found.project_id,
+        project=ProjectRef(found.project_id, found.project_name),
+    )
+
+
+async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller) -> Caller:
+    name = connection.path_params.get("project")
+    if name is None:
+        # Routes without a project: a project token's own project must not leak into them.
+        return Caller(caller.actor, caller.is_admin, caller.role, caller.token_project_id, None)
+    if not caller.is_admin:
+        assert caller.project is not None
+        if caller.project.name != name:
+            raise NotFound(f"Project {name!r} not found.")
+        return caller
+    async with _database(connection).connection() as conn:
+        project_id = await conn.fetchval(QUERIES["project_id_by_name"], name)
+    if project_id is None:
+        raise NotFound(f"Project {name!r} not found.")
+    return Caller(caller.actor, True, None, None, ProjectRef(project_id, name))
+
+
+def _check_role(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler, caller: Caller
+) -> None:
+    declared = handler.opt.get("role")
+    if declared is None:
+        method = cast("HTTPScope", connection.scope)["method"]
+        declared = Role.VIEWER.value if method in _READ_METHODS else PLATFORM_ADMIN
+    if caller.is_admin:
+        return
+    if declared == PLATFORM_ADMIN:
+        raise Forbidden(PLATFORM_ADMIN, "Only the platform admin may do this.")
+    needed = Role(declared)
+    assert caller.role is not None
+    if caller.role.rank < needed.rank:
+        raise Forbidden(
+            needed.value,
+            f"This operation requires the {needed.value} role; the token has {caller.role.value}.",
+        )
+
+
+async def authorize(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
+    """The guard: authenticate, scope to the path's project, check the role (see module doc)."""
+    if not connection.scope["path"].startswith("/api/"):
+        return
+    caller = await _scope(connection, await _authenticate(connection))
+    _check_role(connection, handler, caller)
+    connection.state[_STATE_KEY] = caller
+
+
+def caller_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
+    """The Caller the guard stored for this request."""
+    caller: Caller = connection.state[_STATE_KEY]
+    return caller

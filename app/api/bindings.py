@@ -1,0 +1,86 @@
+"""``/api/v1/accelerator-bindings``: platform admin writes; any valid token reads."""
+
+from typing import Annotated
+
+from litestar import Response, delete, get, put
+from litestar.params import JSONBody, PathParameter
+
+from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import READ, WRITE, problems, success
+from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.domain.resources import Binding, BindingList
+from app.domain.specs import NAME_PATTERN, BindingPut
+from app.store import bindings
+
+ClassPath = Annotated[
+    str,
+    PathParameter(
+        pattern=NAME_PATTERN,
+        min_length=1,
+        max_length=63,
+        description="Portable accelerator class (DNS-1123 label)",
+        examples=[],
+    ),
+]
+
+
+@put(
+    "/accelerator-bindings/{accelerator_class:str}",
+    opt=requires(PLATFORM_ADMIN),
+    summary="Create or replace an accelerator binding",
+    description="201 when created, 200 when replaced. Pools using the class are reconciled "
+    "again with the new flavor and node labels.",
+    responses={201: success(Binding, "Created"), **problems(*WRITE)},
+    tags=["accelerator-bindings"],
+)
+async def put_binding(
+    accelerator_class: ClassPath, data: JSONBody[BindingPut], caller: CallerDep, db: DbDep
+) -> Response[Binding]:
+    async with db.transaction() as conn:
+        binding, created = await bindings.put_binding(
+            conn, accelerator_class=accelerator_class, spec=data, actor=caller.actor
+        )
+    return Response(binding, status_code=201 if created else 200)
+
+
+@get(
+    "/accelerator-bindings",
+    summary="List accelerator bindings",
+    responses=problems(*READ),
+    tags=["accelerator-bindings"],
+)
+async def list_bindings(db: DbDep, limit: Limit = 50, cursor: CursorParam = None) -> BindingList:
+    async with db.connection() as conn:
+        items, position = await bindings.list_bindings(
+            conn, after=decode_cursor(cursor), limit=limit
+        )
+    return BindingList(items=items, next_cursor=encode_cursor(position))
+
+
+@get(
+    "/accelerator-bindings/{accelerator_class:str}",
+    summary="Get an accelerator binding",
+    responses=problems(*READ),
+    tags=["accelerator-bindings"],
+)
+async def get_binding(accelerator_class: ClassPath, db: DbDep) -> Binding:
+    async with db.connection() as conn:
+        return await bindings.get_binding(conn, accelerator_class)
+
+
+@delete(
+    "/accelerator-bindings/{accelerator_class:str}",
+    opt=requires(PLATFORM_ADMIN),
+    status_code=204,
+    summary="Delete an accelerator binding",
+    description="409 in-use (naming the pools) while any compute pool uses the class.",
+    responses=problems(401, 403, 404, 409, 422, 503),
+    tags=["accelerator-bindings"],
+)
+async def delete_binding(accelerator_class: ClassPath, caller: CallerDep, db: DbDep) -> None:
+    async with db.transaction() as conn:
+        await bindings.delete_binding(conn, accelerator_class=accelerator_class, actor=caller.actor)
+
+
+ROUTES = [put_binding, list_bindings, get_binding, delete_binding]

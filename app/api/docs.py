@@ -1,0 +1,43 @@
+"""OpenAPI helpers: the problem responses each route documents."""
+
+from __future__ import annotations
+
+from litestar.openapi.datastructures import ResponseSpec
+
+from app.domain.resources import Problem
+
+_DESCRIPTIONS = {
+    400: "malformed-json: the body is not JSON",
+    401: "unauthorized: missing, malformed, unknown, expired or revoked token",
+    403: "forbidden: the token's role is too low (`required_role` names the one needed)",
+    404: "not-found: no such resource visible to this token",
+    409: "already-exists, being-deleted or in-use (`referenced_by`)",
+    412: "generation-mismatch: If-Match differs (`current_generation`)",
+    413: "payload-too-large: body over 256 KiB",
+    415: "unsupported-media-type: body not sent as application/json",
+    422: "validation-error (`errors: [{field, message}]`), exceeds-pool-capacity or "
+    "idempotency-key-reused",
+    503: "service-unavailable: the database is unreachable; see Retry-After",
+}
+
+READ = (401, 404, 422, 503)
+WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)
+DELETE = (401, 403, 404, 409, 412, 422, 503)
+
+
+def problems(*statuses: int) -> dict[int, ResponseSpec]:
+    """``responses=`` for a route: each status documented as an RFC 9457 problem."""
+    return {
+        status: ResponseSpec(
+            data_container=Problem,
+            description=_DESCRIPTIONS[status],
+            media_type="application/problem+json",
+            generate_examples=False,
+        )
+        for status in statuses
+    }
+
+
+def success(container: type, description: str) -> ResponseSpec:
+    """A success response whose handler returns pre-encoded bytes (idempotent creates)."""
+    return ResponseSpec(data_container=container, description=description, generate_examples=False)

@@ -1,0 +1,70 @@
+"""The outermost ASGI layer: request ids, request metrics and the access log.
+
+It wraps the whole Litestar application (not one route), so 404s for unknown paths and
+errors raised anywhere are counted too. The route label is Litestar's path template
+(``/api/v1/projects/{project:str}``), never the raw path, to keep label values bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from typing import TYPE_CHECKING, Any
+
+from litestar.enums import ScopeType
+
+from app.observability.logs import request_id_var
+from app.observability.metrics import HTTP_LATENCY, HTTP_REQUESTS
+
+if TYPE_CHECKING:
+    from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("aicp.access")
+
+_MAX_INCOMING_ID = 128
+
+
+def _incoming_request_id(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id" and 0 < len(value) <= _MAX_INCOMING_ID:
+            text: str = value.decode("latin-1")
+            return text if text.isprintable() else None
+    return None
+
+
+class Observed:
+    """ASGI middleware: ``X-Request-Id`` in and out, metrics and a debug access line."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        request_id = _incoming_request_id(scope) or secrets.token_hex(8)
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers: list[Any] = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("path_template") or "(unmatched)"
+            method = scope["method"]
+            HTTP_REQUESTS.labels(route, method, str(status)).inc()
+            HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s %s %d %.1fms", method, scope["path"], status, elapsed * 1000)
+            request_id_var.reset(token)

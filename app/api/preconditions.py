@@ -1,0 +1,39 @@
+"""``If-Match: "<generation>"`` on PUT, PATCH and DELETE of reconciled resources."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from app.domain.errors import FieldError, GenerationMismatch, ValidationFailed
+
+if TYPE_CHECKING:
+    from litestar.connection import ASGIConnection
+
+_ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
+
+
+def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | None:
+    """The generation the client says it read, or None without ``If-Match`` (or with ``*``)."""
+    header = request.headers.get("if-match")
+    if header is None or header.strip() == "*":
+        return None
+    match = _ETAG.match(header)
+    if match is None:
+        raise ValidationFailed([FieldError("If-Match", 'must be a generation in quotes, like "3"')])
+    return int(match.group(1))
+
+
+def check_generation(expected: int | None, current: int) -> None:
+    """412 generation-mismatch when the client read a different generation than stored.
+
+    Call it with the generation of the row locked (``FOR UPDATE``) in the write's transaction,
+    so no concurrent update can slip between the check and the write.
+    """
+    if expected is not None and expected != current:
+        raise GenerationMismatch(current)
+
+
+def etag(generation: int) -> str:
+    """The ``ETag`` header value for a resource at ``generation``."""
+    return f'"{generation}"'

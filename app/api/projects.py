@@ -1,0 +1,105 @@
+"""``/api/v1/projects``: tenants. The platform admin creates and deletes; members read."""
+
+from typing import Any
+
+from litestar import Request, Response, delete, get, post
+from litestar.params import JSONBody
+
+from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import DELETE, READ, WRITE, problems, success
+from app.api.idempotency import respond_once
+from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.resources import Project, ProjectList
+from app.domain.specs import ProjectCreate
+from app.domain.validation import check_labels, check_name
+from app.store import projects
+from app.store.db import Connection
+
+
+def project_location(name: str) -> str:
+    return f"/api/v1/projects/{name}"
+
+
+@post(
+    "/projects",
+    opt=requires(PLATFORM_ADMIN),
+    status_code=202,
+    summary="Create a project",
+    description="Platform admin only. Answers 202 with the PENDING project and its Location; "
+    "the reconciler creates its namespace `aicp-<name>`. Honours `Idempotency-Key`.",
+    responses={202: success(Project, "Accepted"), **problems(*WRITE)},
+    tags=["projects"],
+)
+async def create_project(
+    request: Request[Any, Any, Any], data: JSONBody[ProjectCreate], caller: CallerDep, db: DbDep
+) -> Response[bytes]:
+    violations = check_name("name", data.name) + check_labels("labels", data.labels)
+    if violations:
+        raise ValidationFailed([FieldError(field, message) for field, message in violations])
+
+    async def create(conn: Connection) -> tuple[Project, str]:
+        project = await projects.create_project(
+            conn,
+            name=data.name,
+            display_name=data.display_name,
+            labels=data.labels,
+            actor=caller.actor,
+        )
+        return project, project_location(project.name)
+
+    return await respond_once(request, db, caller, status=202, create=create)
+
+
+@get(
+    "/projects",
+    summary="List projects",
+    description="The platform admin sees every project; a project token sees its own. "
+    "Newest first; page with `cursor`.",
+    responses=problems(*READ),
+    tags=["projects"],
+)
+async def list_projects(
+    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+) -> ProjectList:
+    async with db.connection() as conn:
+        items, position = await projects.list_projects(
+            conn,
+            only_id=None if caller.is_admin else caller.token_project_id,
+            after=decode_cursor(cursor),
+            limit=limit,
+        )
+    return ProjectList(items=items, next_cursor=encode_cursor(position))
+
+
+@get(
+    "/projects/{project:str}",
+    summary="Get a project",
+    responses=problems(*READ),
+    tags=["projects"],
+)
+async def get_project(caller: CallerDep, db: DbDep) -> Project:
+    async with db.connection() as conn:
+        return await projects.get_project(conn, caller.require_project().name)
+
+
+@delete(
+    "/projects/{project:str}",
+    opt=requires(PLATFORM_ADMIN),
+    status_code=202,
+    summary="Delete a project",
+    description="Platform admin only. 202 with the project in state DELETING; it stays readable "
+    "until the reconciler has removed its namespace. 409 in-use while pools or workloads exist.",
+    responses=problems(*DELETE),
+    tags=["projects"],
+)
+async def delete_project(caller: CallerDep, db: DbDep) -> Project:
+    ref = caller.require_project()
+    async with db.transaction() as conn:
+        return await projects.request_project_deletion(
+            conn, project_id=ref.id, name=ref.name, actor=caller.actor
+        )
+
+
+ROUTES = [create_project, list_projects, get_project, delete_project]

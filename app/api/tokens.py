@@ -1,0 +1,96 @@
+"""``/api/v1/projects/{project}/tokens``: project API tokens (project admin or platform admin)."""
+
+import uuid
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, delete, get, post
+from litestar.params import FromPath, JSONBody
+
+from app.api.auth import requires
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import READ, WRITE, problems, success
+from app.api.idempotency import respond_once
+from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.domain.errors import NotFound
+from app.domain.resources import TokenCreated, TokenList
+from app.domain.specs import TokenCreate
+from app.domain.states import Role
+from app.store import tokens
+from app.store.db import Connection
+
+
+def _without_secret(created: TokenCreated) -> TokenCreated:
+    return msgspec.structs.replace(created, token=None)
+
+
+@post(
+    "/projects/{project:str}/tokens",
+    opt=requires(Role.ADMIN),
+    status_code=201,
+    summary="Create a project token",
+    description="Project admin or platform admin. The `token` secret appears only in this "
+    "response (an Idempotency-Key replay answers it as null); aicp keeps its SHA-256 only.",
+    responses={201: success(TokenCreated, "Created"), **problems(*WRITE)},
+    tags=["tokens"],
+)
+async def create_token(
+    request: Request[Any, Any, Any], data: JSONBody[TokenCreate], caller: CallerDep, db: DbDep
+) -> Response[bytes]:
+    project = caller.require_project()
+
+    async def create(conn: Connection) -> tuple[TokenCreated, None]:
+        created = await tokens.create_token(
+            conn,
+            project_id=project.id,
+            name=data.name,
+            role=data.role,
+            expires_in_days=data.expires_in_days,
+            actor=caller.actor,
+        )
+        return created, None
+
+    return await respond_once(
+        request, db, caller, status=201, create=create, redact=_without_secret
+    )
+
+
+@get(
+    "/projects/{project:str}/tokens",
+    opt=requires(Role.ADMIN),
+    summary="List project tokens",
+    description="Without secrets; revoked and expired tokens are listed with their times.",
+    responses=problems(*READ, 403),
+    tags=["tokens"],
+)
+async def list_tokens(
+    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+) -> TokenList:
+    async with db.connection() as conn:
+        items, position = await tokens.list_tokens(
+            conn, project_id=caller.require_project().id, after=decode_cursor(cursor), limit=limit
+        )
+    return TokenList(items=items, next_cursor=encode_cursor(position))
+
+
+@delete(
+    "/projects/{project:str}/tokens/{token_id:str}",
+    opt=requires(Role.ADMIN),
+    status_code=204,
+    summary="Revoke a project token",
+    description="Takes effect on the next request on every replica. Revoking twice is fine.",
+    responses=problems(401, 403, 404, 503),
+    tags=["tokens"],
+)
+async def revoke_token(token_id: FromPath[str], caller: CallerDep, db: DbDep) -> None:
+    try:
+        parsed = uuid.UUID(token_id)
+    except ValueError as exc:
+        raise NotFound("No such token in this project.") from exc
+    async with db.transaction() as conn:
+        await tokens.revoke_token(
+            conn, project_id=caller.require_project().id, token_id=parsed, actor=caller.actor
+        )
+
+
+ROUTES = [create_token, list_tokens, revoke_token]

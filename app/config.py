@@ -1,0 +1,174 @@
+"""Settings from the environment (DESIGN.md §9), validated once at startup.
+
+``Settings.from_env`` either returns a complete, valid settings object or raises
+``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
+secrets) and what is expected. ``python -m app serve`` prints that and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+T = TypeVar("T")
+
+LogFormat = Literal["json", "console"]
+MIN_ADMIN_TOKEN_LENGTH = 16
+
+
+class ConfigError(ValueError):
+    """One or more environment variables are invalid; the message has a line for each."""
+
+
+def _int_between(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = int(raw)
+        if not low <= value <= high:
+            raise ValueError(raw)
+        return value
+
+    return parse
+
+
+def _positive_seconds(raw: str) -> float:
+    value = float(raw)
+    if not 0 < value < float("inf"):  # also rejects NaN
+        raise ValueError(raw)
+    return value
+
+
+def _log_format(raw: str) -> LogFormat:
+    if raw == "json":
+        return "json"
+    if raw == "console":
+        return "console"
+    raise ValueError(raw)
+
+
+def _database_url(raw: str) -> str:
+    if not raw.startswith(("postgresql://", "postgres://")):
+        raise ValueError(raw)
+    return raw
+
+
+def _admin_token(raw: str) -> str:
+    if len(raw) < MIN_ADMIN_TOKEN_LENGTH or raw.strip() != raw:
+        raise ValueError(raw)
+    return raw
+
+
+class _Reader:
+    """Reads variables, collecting one problem line per bad value instead of stopping."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[str] = []
+        self.invalid: set[str] = set()
+
+    def read(
+        self,
+        name: str,
+        default: T,
+        parse: Callable[[str], T],
+        expected: str,
+        *,
+        secret: bool = False,
+    ) -> T:
+        raw = self.env.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            return parse(raw)
+        except ValueError:
+            shown = "(hidden)" if secret else repr(raw)
+            self.problems.append(f"{name}={shown} is invalid: expected {expected}")
+            self.invalid.add(name)
+            return default
+
+    def require(self, name: str, value: object, expected: str) -> None:
+        if value is None and name not in self.invalid:
+            self.problems.append(f"{name} is not set: expected {expected}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the service reads from its environment."""
+
+    database_url: str | None
+    kubeconfig: str | None
+    instance_id: str
+    http_host: str
+    http_port: int
+    admin_token: str | None
+    lease_ttl_seconds: float
+    sweep_interval_seconds: float
+    workers: int
+    db_pool_size: int
+    log_format: LogFormat
+    dev_mode: bool = False
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
+        """Read and check every variable. In dev mode DATABASE_URL and AICP_ADMIN_TOKEN may be
+        unset (dev mode supplies an embedded database and a generated token)."""
+        reader = _Reader(os.environ if env is None else env)
+        read = reader.read
+        token_rule = f"at least {MIN_ADMIN_TOKEN_LENGTH} characters, no surrounding spaces"
+        settings = cls(
+            database_url=read(
+                "DATABASE_URL", None, _database_url, "a postgresql:// URL", secret=True
+            ),
+            kubeconfig=reader.env.get("KUBECONFIG") or None,
+            instance_id=read("AICP_INSTANCE_ID", default_instance_id(), str, "a name"),
+            http_host=read("AICP_HTTP_HOST", "127.0.0.1" if dev_mode else "0.0.0.0", str, "a host"),
+            http_port=read(
+                "AICP_HTTP_PORT",
+                8080,
+                _int_between(0, 65535),
+                "an integer port between 0 and 65535",
+            ),
+            admin_token=read("AICP_ADMIN_TOKEN", None, _admin_token, token_rule, secret=True),
+            lease_ttl_seconds=read(
+                "AICP_LEASE_TTL_SECONDS", 15.0, _positive_seconds, "a positive number of seconds"
+            ),
+            sweep_interval_seconds=read(
+                "AICP_SWEEP_INTERVAL_SECONDS",
+                1.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            workers=read(
+                "AICP_WORKERS", 16, _int_between(1, 1024), "an integer between 1 and 1024"
+            ),
+            db_pool_size=read(
+                "AICP_DB_POOL_SIZE", 10, _int_between(1, 1000), "an integer between 1 and 1000"
+            ),
+            log_format=read(
+                "AICP_LOG_FORMAT",
+                "console" if dev_mode else "json",
+                _log_format,
+                "'json' or 'console'",
+            ),
+            dev_mode=dev_mode,
+        )
+        if not dev_mode:
+            reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")
+            reader.require(
+                "AICP_ADMIN_TOKEN",
+                settings.admin_token,
+                f"the platform admin's bearer token ({token_rule})",
+            )
+        if reader.problems:
+            raise ConfigError("\n".join(reader.problems))
+        return settings
+
+
+def default_instance_id() -> str:
+    """Hostname plus a random suffix: unique per process even for replicas on one host."""
+    return f"{socket.gethostname()}-{secrets.token_hex(3)}"

@@ -1,0 +1,240 @@
+"""The one error hierarchy of aicp.
+
+Every failure a caller can cause or observe is one of these; adapters wrap library errors
+(asyncpg, kubernetes_asyncio) into them with ``raise ... from exc``, and exactly one HTTP
+exception handler (``app.api.problems``) turns them into RFC 9457 problems. Each class carries
+its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail``.
+
+::
+
+    AicpError                                   500 internal-error
+    ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
+    │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
+    │   └── IdempotencyKeyReused                422 idempotency-key-reused
+    ├── MalformedJson                           400 malformed-json
+    ├── Unauthorized                            401 unauthorized
+    ├── Forbidden                               403 forbidden          required_role
+    ├── NotFound                                404 not-found
+    ├── Conflict                                409
+    │   ├── AlreadyExists                       409 already-exists
+    │   ├── BeingDeleted                        409 being-deleted
+    │   └── InUse                               409 in-use             referenced_by
+    ├── GenerationMismatch                      412 generation-mismatch current_generation
+    ├── PayloadTooLarge                         413 payload-too-large
+    ├── UnsupportedMediaType                    415 unsupported-media-type
+    └── ServiceUnavailable                      503 service-unavailable (Retry-After)
+        └── StoreUnavailable                        the database did not answer
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+
+
+class FieldError(msgspec.Struct, frozen=True):
+    """One invalid field: ``field`` is a dotted path into the body or a query parameter name."""
+
+    field: str
+    message: str
+
+
+class AicpError(Exception):
+    """An internal error occurred."""
+
+    slug: ClassVar[str] = "internal-error"
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+
+    def __init__(self, detail: str | None = None) -> None:
+        self.detail = detail or (type(self).__doc__ or self.title).strip().splitlines()[0]
+        super().__init__(self.detail)
+
+    def extensions(self) -> dict[str, Any]:
+        """Extension members of the problem document, beyond type/title/status/detail."""
+        return {}
+
+
+class ValidationFailed(AicpError):
+    """Request is invalid."""
+
+    slug = "validation-error"
+    status = 422
+    title = "Request body is invalid"
+
+    def __init__(self, errors: list[FieldError], detail: str | None = None) -> None:
+        self.errors = errors
+        count = len(errors)
+        super().__init__(
+            detail or (f"{count} field is invalid" if count == 1 else f"{count} fields are invalid")
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"errors": [{"field": e.field, "message": e.message} for e in self.errors]}
+
+
+class ExceedsPoolCapacity(ValidationFailed):
+    """The workload can never fit its compute pool."""
+
+    slug = "exceeds-pool-capacity"
+    title = "Workload exceeds the compute pool's capacity"
+
+    def __init__(
+        self,
+        *,
+        compute_pool: str,
+        accelerator_class: str,
+        requested: dict[str, str],
+        pool_capacity: dict[str, str],
+        errors: list[FieldError],
+        detail: str | None = None,
+    ) -> None:
+        self.compute_pool = compute_pool
+        self.accelerator_class = accelerator_class
+        self.requested = requested
+        self.pool_capacity = pool_capacity
+        super().__init__(errors, detail or type(self).__doc__)
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "compute_pool": self.compute_pool,
+            "accelerator_class": self.accelerator_class,
+            "requested": self.requested,
+            "pool_capacity": self.pool_capacity,
+        }
+
+
+class IdempotencyKeyReused(ValidationFailed):
+    """This Idempotency-Key was already used with a different request body."""
+
+    slug = "idempotency-key-reused"
+    title = "Idempotency key reused with a different request"
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(
+            [FieldError("Idempotency-Key", "already used with a different request body")],
+            detail or type(self).__doc__,
+        )
+
+
+class MalformedJson(AicpError):
+    """The request body is not valid JSON."""
+
+    slug = "malformed-json"
+    status = 400
+    title = "Malformed JSON"
+
+
+class Unauthorized(AicpError):
+    """A valid bearer token is required."""
+
+    slug = "unauthorized"
+    status = 401
+    title = "Unauthorized"
+
+
+class Forbidden(AicpError):
+    """The token's role does not allow this operation."""
+
+    slug = "forbidden"
+    status = 403
+    title = "Forbidden"
+
+    def __init__(self, required_role: str, detail: str | None = None) -> None:
+        self.required_role = required_role
+        super().__init__(detail or f"This operation requires the {required_role} role.")
+
+    def extensions(self) -> dict[str, Any]:
+        return {"required_role": self.required_role}
+
+
+class NotFound(AicpError):
+    """No such resource is visible to this token."""
+
+    slug = "not-found"
+    status = 404
+    title = "Not found"
+
+
+class Conflict(AicpError):
+    """The request conflicts with the current state of the resource."""
+
+    status = 409
+    slug = "conflict"
+    title = "Conflict"
+
+
+class AlreadyExists(Conflict):
+    """A resource with this name already exists."""
+
+    slug = "already-exists"
+    title = "Already exists"
+
+
+class BeingDeleted(Conflict):
+    """A resource with this name is being deleted; retry once its deletion has finished."""
+
+    slug = "being-deleted"
+    title = "Being deleted"
+
+
+class InUse(Conflict):
+    """The resource is still referenced and cannot be deleted."""
+
+    slug = "in-use"
+    title = "In use"
+
+    def __init__(self, referenced_by: list[str], detail: str | None = None) -> None:
+        self.referenced_by = referenced_by
+        super().__init__(detail or f"Still referenced by {', '.join(referenced_by)}.")
+
+    def extensions(self) -> dict[str, Any]:
+        return {"referenced_by": self.referenced_by}
+
+
+class GenerationMismatch(AicpError):
+    """The resource changed since you read it (If-Match does not match its generation)."""
+
+    slug = "generation-mismatch"
+    status = 412
+    title = "Generation mismatch"
+
+    def __init__(self, current_generation: int, detail: str | None = None) -> None:
+        self.current_generation = current_generation
+        super().__init__(
+            detail or f"If-Match does not match the current generation {current_generation}."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"current_generation": self.current_generation}
+
+
+class PayloadTooLarge(AicpError):
+    """The request body is larger than 256 KiB."""
+
+    slug = "payload-too-large"
+    status = 413
+    title = "Payload too large"
+
+
+class UnsupportedMediaType(AicpError):
+    """The request body must be JSON, sent with Content-Type: application/json."""
+
+    slug = "unsupported-media-type"
+    status = 415
+    title = "Unsupported media type"
+
+
+class ServiceUnavailable(AicpError):
+    """The service cannot answer right now; retry shortly."""
+
+    slug = "service-unavailable"
+    status = 503
+    title = "Service unavailable"
+    retry_after_seconds: ClassVar[int] = 1
+
+
+class StoreUnavailable(ServiceUnavailable):
+    """The database is unreachable; retry shortly."""

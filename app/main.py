@@ -1,0 +1,217 @@
+"""The composition root: wires the store, the HTTP API and the background components.
+
+``Service`` owns the lifecycle of one aicp process (DESIGN.md §2):
+
+    start: DB pool → migrations (advisory lock) → background components → HTTP server bound
+    stop:  /readyz 503 → HTTP server stops accepting and drains → background components stop
+           (in reverse order) → DB pool closed
+
+``run_service(settings)`` runs one until SIGTERM/SIGINT. Background components (the
+reconciler, the notifier, informers) are started and stopped in ``_start_background`` /
+``_stop_background``: that is the seam where they plug in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import uvicorn
+
+from app.api.app import ApiDependencies, asgi_app, create_app
+from app.store import idempotency
+from app.store.db import Database
+from app.store.migrations import migrate
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterator
+
+    from litestar import Litestar
+
+    from app.api.health import ReadinessCheck
+    from app.config import Settings
+
+log = logging.getLogger("aicp")
+
+IDEMPOTENCY_PURGE_INTERVAL_SECONDS = 3600.0
+SHUTDOWN_GRACE_SECONDS = 10
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: ``run_service`` owns SIGTERM and SIGINT."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass
+class BackgroundComponent:
+    """Something that runs beside the API: started after migrations, stopped before the pool."""
+
+    name: str
+    start: Callable[[], Awaitable[None]]
+    stop: Callable[[], Awaitable[None]]
+    readiness: ReadinessCheck | None = None
+
+
+@dataclass
+class Service:
+    """One aicp process: database, API server and background components."""
+
+    settings: Settings
+    db: Database | None = None
+    app: Litestar | None = None
+    components: list[BackgroundComponent] = field(default_factory=list)
+    _server: uvicorn.Server | None = None
+    _server_task: asyncio.Task[None] | None = None
+    _socket: socket.socket | None = None
+    _started: list[BackgroundComponent] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        """The bound HTTP port (useful with ``AICP_HTTP_PORT=0``)."""
+        assert self._socket is not None, "service not started"
+        port: int = self._socket.getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        host = self.settings.http_host
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{shown}:{self.port}"
+
+    async def start(self) -> None:
+        settings = self.settings
+        assert settings.database_url is not None, "database_url is resolved before start"
+        self.db = await Database.connect(settings.database_url, size=settings.db_pool_size)
+        try:
+            applied = await migrate(self.db)
+            if applied:
+                log.info("database migrated to version %d", applied[-1])
+            await self._start_background()
+            deps = ApiDependencies(
+                db=self.db,
+                admin_token=settings.admin_token,
+                readiness_checks=[c.readiness for c in self.components if c.readiness],
+            )
+            self.app = create_app(deps)
+            await self._start_http()
+        except BaseException:
+            await self.stop()
+            raise
+
+    # --- the seam for background components ---------------------------------------------------
+
+    def _builtin_components(self) -> list[BackgroundComponent]:
+        assert self.db is not None
+        db = self.db
+        stop_event = asyncio.Event()
+        task: list[asyncio.Task[None]] = []
+
+        async def purge_loop() -> None:
+            while not stop_event.is_set():
+                with contextlib.suppress(Exception):
+                    async with db.connection() as conn:
+                        await idempotency.purge_expired(conn)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop_event.wait(), IDEMPOTENCY_PURGE_INTERVAL_SECONDS)
+
+        async def start() -> None:
+            task.append(asyncio.create_task(purge_loop(), name="idempotency-purge"))
+
+        async def stop() -> None:
+            stop_event.set()
+            for running in task:
+                await running
+
+        return [BackgroundComponent("idempotency-purge", start, stop)]
+
+    async def _start_background(self) -> None:
+        """Start every background component, in order. The reconciler is added here."""
+        self.components = [*self._builtin_components(), *self.components]
+        for component in self.components:
+            await component.start()
+            self._started.append(component)
+            log.debug("started %s", component.name)
+
+    async def _stop_background(self) -> None:
+        while self._started:
+            component = self._started.pop()
+            try:
+                await component.stop()
+            except Exception:
+                log.exception("stopping %s failed", component.name)
+
+    # --- HTTP ----------------------------------------------------------------------------------
+
+    async def _start_http(self) -> None:
+        assert self.app is not None
+        config = uvicorn.Config(
+            asgi_app(self.app),
+            http="httptools",
+            loop="none",
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+        self._server = _QuietServer(config)
+        # Bind here (not inside uvicorn) so the port is known as soon as start() returns.
+        sock = socket.socket(socket.AF_INET6 if ":" in self.settings.http_host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.settings.http_host, self.settings.http_port))
+        sock.set_inheritable(True)
+        self._socket = sock
+        self._server_task = asyncio.create_task(self._server.serve(sockets=[sock]), name="http")
+        while not self._server.started:
+            if self._server_task.done():
+                await self._server_task
+                raise RuntimeError("the HTTP server stopped while starting")
+            await asyncio.sleep(0.005)
+
+    async def stop(self) -> None:
+        """Stop serving and release everything; safe to call more than once."""
+        if self.app is not None:
+            self.app.state["stopping"] = True
+        if self._server is not None and self._server_task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._server_task
+            self._server = None
+            self._server_task = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+        await self._stop_background()
+        if self.db is not None:
+            await self.db.close()
+            self.db = None
+
+
+async def run_service(
+    settings: Settings, *, on_ready: Callable[[Service], None] | None = None
+) -> None:
+    """Run aicp until SIGTERM or SIGINT, then shut down in order (see module docstring)."""
+    service = Service(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await service.start()
+        log.info("aicp %s serving on %s", settings.instance_id, service.url)
+        if on_ready is not None:
+            on_ready(service)
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await service.stop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)

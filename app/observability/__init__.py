@@ -1,0 +1,1 @@
+"""Metrics (Prometheus) and structured logs, shared by every layer above the domain."""

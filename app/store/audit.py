@@ -1,0 +1,60 @@
+"""The audit trail and the reconciler doorbell, written inside the caller's transaction.
+
+Every create, update and delete records an event row naming its actor (``admin``,
+``token:<id>`` or ``controller:<instance>``). A write that needs reconciling also rings
+``NOTIFY aicp_work, '<kind>:<id>'``; PostgreSQL delivers it only if the transaction commits,
+so a reconciler is never woken for intent that was rolled back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Literal
+
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    from app.store.db import Connection
+
+ReconciledKind = Literal["project", "pool", "workload"]
+
+# Bindings are keyed by their class name; events need a uuid, so derive a stable one.
+_BINDING_NAMESPACE = uuid.UUID("6f1f3c2a-5b0e-4d38-9a57-61696370b1d0")
+
+
+def binding_resource_id(accelerator_class: str) -> uuid.UUID:
+    """A deterministic uuid for an accelerator binding, for its event rows."""
+    return uuid.uuid5(_BINDING_NAMESPACE, accelerator_class)
+
+
+async def record_event(
+    conn: Connection,
+    *,
+    project_id: uuid.UUID | None,
+    kind: str,
+    resource_id: uuid.UUID,
+    resource_name: str,
+    type: str,
+    message: str,
+    actor: str,
+    reason: str | None = None,
+    generation: int | None = None,
+) -> None:
+    """Append one event row (``type`` such as ``Accepted``, ``SpecUpdated``, ``Revoked``)."""
+    await conn.execute(
+        QUERIES["insert_event"],
+        project_id,
+        kind,
+        resource_id,
+        resource_name,
+        type,
+        reason,
+        message,
+        generation,
+        actor,
+    )
+
+
+async def ring_doorbell(conn: Connection, kind: ReconciledKind, resource_id: uuid.UUID) -> None:
+    """Wake the reconcilers about ``kind:id`` when (and only if) this transaction commits."""
+    await conn.execute(QUERIES["ring_doorbell"], f"{kind}:{resource_id}")

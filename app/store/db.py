@@ -1,0 +1,126 @@
+"""The asyncpg connection pool and the translation of database failures into domain errors.
+
+``Database.transaction()`` is the one way request code reaches PostgreSQL: it acquires a
+connection from a pool of a stated size, opens a transaction, and converts connection-level
+failures into ``StoreUnavailable`` (the API answers 503 with Retry-After). Constraint violations
+are the callers' business: store modules catch the specific asyncpg error they expect
+(``UniqueViolationError`` → ``AlreadyExists``) because only they know what the constraint means.
+Statements go through asyncpg's per-connection prepared-statement cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import asyncpg
+import msgspec
+
+from app.domain.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from asyncpg.pool import PoolConnectionProxy
+
+    # Request code gets pooled connections (proxies); dedicated ones (LISTEN) are plain.
+    Connection: TypeAlias = PoolConnectionProxy[asyncpg.Record] | asyncpg.Connection[asyncpg.Record]
+    Pool: TypeAlias = asyncpg.Pool[asyncpg.Record]
+else:  # asyncpg's classes are not subscriptable at runtime
+    Connection = asyncpg.Connection
+    Pool = asyncpg.Pool
+
+# Errors that mean "the database is not there" rather than "the statement is wrong".
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.AdminShutdownError,
+    asyncpg.InterfaceError,
+)
+
+_PING_ERRORS: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.PostgresError)
+
+ACQUIRE_TIMEOUT_SECONDS = 5.0
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+async def _init_connection(conn: Connection) -> None:
+    """jsonb columns in and out as Python values, encoded by msgspec."""
+    await conn.set_type_codec(
+        "jsonb",
+        encoder=lambda value: msgspec.json.encode(value).decode(),
+        decoder=msgspec.json.decode,
+        schema="pg_catalog",
+    )
+    await conn.set_type_codec(
+        "json",
+        encoder=lambda value: msgspec.json.encode(value).decode(),
+        decoder=msgspec.json.decode,
+        schema="pg_catalog",
+    )
+
+
+class Database:
+    """A pool of ``size`` connections to one PostgreSQL database."""
+
+    def __init__(self, pool: Pool, url: str, size: int) -> None:
+        self.pool = pool
+        self.url = url
+        self.size = size
+
+    @classmethod
+    async def connect(cls, url: str, *, size: int = 10) -> Database:
+        """Open the pool; raise ``StoreUnavailable`` when the server does not answer."""
+        try:
+            pool = await asyncpg.create_pool(
+                url,
+                min_size=min(2, size),
+                max_size=size,
+                init=_init_connection,
+                timeout=CONNECT_TIMEOUT_SECONDS,
+                command_timeout=30,
+            )
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
+        return cls(pool, url, size)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Connection]:
+        """One connection, in one transaction, committed when the block exits normally."""
+        try:
+            async with (
+                self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS) as conn,
+                conn.transaction(),
+            ):
+                yield conn
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable() from exc
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """One connection in autocommit mode, for single-statement reads."""
+        try:
+            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS) as conn:
+                yield conn
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable() from exc
+
+    async def ping(self) -> bool:
+        """True when the database answers a trivial query within a second."""
+        try:
+            async with self.pool.acquire(timeout=1.0) as conn:
+                return bool(await conn.fetchval("SELECT 1", timeout=1.0))
+        except _PING_ERRORS:
+            return False
+
+
+def record_to_dict(record: asyncpg.Record) -> dict[str, Any]:
+    return dict(record.items())

@@ -1,0 +1,155 @@
+"""Projects: tenants, each reconciled into a namespace ``aicp-<name>``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from app.domain.errors import AlreadyExists, BeingDeleted, InUse, NotFound
+from app.domain.resources import Project, Status
+from app.store.audit import record_event, ring_doorbell
+from app.store.paging import Position, fetch_page
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from app.store.db import Connection
+
+NIL_UUID = uuid.UUID(int=0)
+
+
+def namespace_of(name: str) -> str:
+    return f"aicp-{name}"
+
+
+def project_from_row(row: asyncpg.Record) -> Project:
+    return Project(
+        name=row["name"],
+        uid=str(row["id"]),
+        display_name=row["display_name"],
+        labels=row["labels"],
+        namespace=namespace_of(row["name"]),
+        generation=row["generation"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        created_by=row["created_by"],
+        status=Status(
+            state=row["state"],
+            reason=row["state_reason"],
+            observed_generation=row["observed_generation"],
+            updated_at=row["updated_at"],
+        ),
+    )
+
+
+async def create_project(
+    conn: Connection,
+    *,
+    name: str,
+    display_name: str | None,
+    labels: dict[str, str],
+    actor: str,
+) -> Project:
+    """Insert a PENDING project, its Accepted event and doorbell; 409 when the name is taken."""
+    project_id = uuid.uuid4()
+    reason = f"Accepted; waiting for namespace {namespace_of(name)} to be created."
+    spec = {"display_name": display_name, "labels": labels}
+    row = await conn.fetchrow(
+        QUERIES["insert_project"], project_id, name, display_name, labels, spec, reason, actor
+    )
+    if row is None:
+        holder = await conn.fetchrow(QUERIES["project_by_name"], name)
+        if holder is not None and holder["deletion_requested_at"] is not None:
+            raise BeingDeleted(
+                f"Project {name!r} is being deleted; create it again once its deletion finishes."
+            )
+        raise AlreadyExists(f"Project {name!r} already exists.")
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="project",
+        resource_id=project_id,
+        resource_name=name,
+        type="Accepted",
+        message=f"Project {name} created.",
+        actor=actor,
+        generation=row["generation"],
+    )
+    await ring_doorbell(conn, "project", project_id)
+    return project_from_row(row)
+
+
+async def get_project(conn: Connection, name: str) -> Project:
+    row = await conn.fetchrow(QUERIES["project_by_name"], name)
+    if row is None:
+        raise NotFound(f"Project {name!r} not found.")
+    return project_from_row(row)
+
+
+async def list_projects(
+    conn: Connection, *, only_id: uuid.UUID | None, after: Position | None, limit: int
+) -> tuple[list[Project], Position | None]:
+    """All projects (``only_id`` None: the platform admin) or just one (a project token)."""
+    if only_id is None:
+        rows, position = await fetch_page(
+            conn, QUERIES["list_projects"], after=after, limit=limit, first_id=NIL_UUID
+        )
+    else:
+        rows, position = await fetch_page(
+            conn,
+            QUERIES["list_projects_by_id"],
+            only_id,
+            after=after,
+            limit=limit,
+            first_id=NIL_UUID,
+        )
+    return [project_from_row(row) for row in rows], position
+
+
+async def ensure_project_live(conn: Connection, project_id: uuid.UUID, name: str) -> None:
+    """Lock the project row for a child create; 409 being-deleted once deletion was requested.
+
+    Pools and workloads call this first in their create transaction. It takes FOR SHARE, which
+    waits for a concurrent deletion request and then re-reads the row: a child can never be
+    created in a project whose DELETE has been accepted.
+    """
+    live = await conn.fetchval(QUERIES["lock_live_project"], project_id)
+    if live is None:
+        raise NotFound(f"Project {name!r} not found.")
+    if not live:
+        raise BeingDeleted(f"Project {name!r} is being deleted.")
+
+
+async def request_project_deletion(
+    conn: Connection, *, project_id: uuid.UUID, name: str, actor: str
+) -> Project:
+    """Mark the project DELETING (202), or 409 in-use while pools or workloads exist.
+
+    A repeated DELETE of a project already being deleted answers it again, without a new event.
+    """
+    if await conn.fetchval(QUERIES["lock_project_for_delete"], project_id) is None:
+        raise NotFound(f"Project {name!r} not found.")
+    references = [row["ref"] for row in await conn.fetch(QUERIES["project_references"], project_id)]
+    if references:
+        raise InUse(
+            references,
+            f"Project {name!r} still has {', '.join(references)}; delete them first.",
+        )
+    reason = f"Deletion requested; waiting for namespace {namespace_of(name)} to be removed."
+    row = await conn.fetchrow(QUERIES["request_project_deletion"], project_id, reason)
+    if row is None:
+        return await get_project(conn, name)
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="project",
+        resource_id=project_id,
+        resource_name=name,
+        type="DeletionRequested",
+        message=f"Deletion of project {name} requested.",
+        actor=actor,
+        generation=row["generation"],
+    )
+    await ring_doorbell(conn, "project", project_id)
+    return project_from_row(row)

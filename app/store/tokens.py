@@ -1,0 +1,153 @@
+"""Project API tokens: the secret is shown once and stored only as its SHA-256 digest."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.domain.errors import AlreadyExists, NotFound
+from app.domain.resources import Token, TokenCreated
+from app.store.audit import record_event
+from app.store.paging import Position, fetch_page
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from app.store.db import Connection
+
+TOKEN_PREFIX = "aicp_"
+NIL_UUID = uuid.UUID(int=0)
+
+
+def new_secret() -> str:
+    """``aicp_`` + 32 random bytes, url-safe base64 (43 characters)."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True)
+class TokenIdentity:
+    """What a presented project token resolves to."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    project_name: str
+    role: str
+    revoked: bool
+    expired: bool
+
+
+async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
+    """The token with this secret, or None when no token has it."""
+    row = await conn.fetchrow(QUERIES["authenticate_token"], digest(secret))
+    if row is None:
+        return None
+    return TokenIdentity(
+        id=row["id"],
+        project_id=row["project_id"],
+        project_name=row["project_name"],
+        role=row["role"],
+        revoked=row["revoked"],
+        expired=row["expired"],
+    )
+
+
+def token_from_row(row: asyncpg.Record) -> Token:
+    return Token(
+        id=str(row["id"]),
+        name=row["name"],
+        role=row["role"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        created_by=row["created_by"],
+    )
+
+
+async def create_token(
+    conn: Connection,
+    *,
+    project_id: uuid.UUID,
+    name: str,
+    role: str,
+    expires_in_days: int | None,
+    actor: str,
+) -> TokenCreated:
+    """Create a token; the returned secret exists nowhere else. 409 when the name is taken."""
+    token_id = uuid.uuid4()
+    secret = new_secret()
+    row = await conn.fetchrow(
+        QUERIES["insert_token"],
+        token_id,
+        project_id,
+        name,
+        role,
+        digest(secret),
+        expires_in_days,
+        actor,
+    )
+    if row is None:
+        raise AlreadyExists(
+            f"A token named {name!r} already exists in this project (revoked tokens keep "
+            "their name)."
+        )
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="token",
+        resource_id=token_id,
+        resource_name=name,
+        type="Created",
+        message=f"Token {name} created with role {role}.",
+        actor=actor,
+    )
+    return TokenCreated(
+        id=str(token_id),
+        name=name,
+        role=role,
+        token=secret,
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+    )
+
+
+async def list_tokens(
+    conn: Connection, *, project_id: uuid.UUID, after: Position | None, limit: int
+) -> tuple[list[Token], Position | None]:
+    rows, position = await fetch_page(
+        conn, QUERIES["list_tokens"], project_id, after=after, limit=limit, first_id=NIL_UUID
+    )
+    return [token_from_row(row) for row in rows], position
+
+
+async def revoke_token(
+    conn: Connection, *, project_id: uuid.UUID, token_id: uuid.UUID, actor: str
+) -> None:
+    """Revoke a token of this project (idempotent); 404 when the project has no such token.
+
+    Authentication reads the token row on every request, so the revocation holds from the
+    next request on, on every replica. ``aicp_tokens`` is notified for any cache that may exist.
+    """
+    row = await conn.fetchrow(QUERIES["revoke_token"], token_id, project_id)
+    if row is None:
+        if not await conn.fetchval(QUERIES["token_exists"], token_id, project_id):
+            raise NotFound("No such token in this project.")
+        return
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="token",
+        resource_id=token_id,
+        resource_name=row["name"],
+        type="Revoked",
+        message=f"Token {row['name']} revoked.",
+        actor=actor,
+    )
+    await conn.execute(QUERIES["notify_token_revoked"], str(token_id))

@@ -1,0 +1,533 @@
+-- Every SQL statement aicp runs, by name (loaded once by app/store/queries.py).
+-- Each engineer edits only their own section. Parameters are positional ($1, $2, ...).
+-- List queries page newest first by (created_at, id): their last three parameters are always
+-- (cursor_created_at, cursor_id, limit); the first page passes ('infinity', any id).
+
+-- ===== section: schema migrations =====
+
+-- name: migrations_lock
+-- Session-level: held across the migration transactions, released by migrations_unlock.
+SELECT pg_advisory_lock($1);
+
+-- name: migrations_unlock
+SELECT pg_advisory_unlock($1);
+
+-- name: migrations_create_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    int PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: migrations_applied
+SELECT version FROM schema_migrations ORDER BY version;
+
+-- name: migrations_record
+INSERT INTO schema_migrations (version, name) VALUES ($1, $2);
+
+-- ===== section: health =====
+
+-- name: ping
+SELECT 1;
+
+-- ===== section: audit and doorbell =====
+
+-- name: insert_event
+INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                    generation, actor)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: ring_doorbell
+-- NOTIFY only wakes a reconciler; the payload is '<kind>:<uuid>' and never carries state.
+SELECT pg_notify('aicp_work', $1);
+
+-- ===== section: projects =====
+
+-- name: insert_project
+-- Nothing is returned when the name is taken: the caller then reads the holder to tell
+-- already-exists from being-deleted. A concurrent insert of the same name waits for the
+-- first transaction and then conflicts, so exactly one create wins.
+INSERT INTO projects (id, name, display_name, labels, spec, state_reason, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (name) DO NOTHING
+RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
+          deletion_requested_at, created_at, updated_at, created_by;
+
+-- name: project_by_name
+SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
+       deletion_requested_at, created_at, updated_at, created_by
+FROM projects
+WHERE name = $1;
+
+-- name: project_id_by_name
+SELECT id FROM projects WHERE name = $1;
+
+-- name: project_by_id
+SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
+       deletion_requested_at, created_at, updated_at, created_by
+FROM projects
+WHERE id = $1;
+
+-- name: list_projects
+SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
+       deletion_requested_at, created_at, updated_at, created_by
+FROM projects
+WHERE (created_at, id) < ($1, $2)
+ORDER BY created_at DESC, id DESC
+LIMIT $3;
+
+-- name: list_projects_by_id
+-- A project token sees exactly its own project.
+SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
+       deletion_requested_at, created_at, updated_at, created_by
+FROM projects
+WHERE id = $1 AND (created_at, id) < ($2, $3)
+ORDER BY created_at DESC, id DESC
+LIMIT $4;
+
+-- name: lock_project_for_delete
+-- FOR UPDATE conflicts with the FOR KEY SHARE lock that inserting a pool or workload takes on
+-- its project row, so the reference check below sees every child committed before it.
+SELECT id FROM projects WHERE id = $1 FOR UPDATE;
+
+-- name: lock_live_project
+-- Creates of pools and workloads call this first: FOR SHARE waits for a concurrent deletion
+-- request to commit and then re-checks the row, so no child is created in a DELETING project.
+SELECT deletion_requested_at IS NULL AS live FROM projects WHERE id = $1 FOR SHARE;
+
+-- name: project_references
+(SELECT 'compute-pool/' || name AS ref FROM compute_pools WHERE project_id = $1
+ ORDER BY name LIMIT 20)
+UNION ALL
+(SELECT 'workload/' || name AS ref FROM workloads WHERE project_id = $1
+ ORDER BY name LIMIT 20);
+
+-- name: request_project_deletion
+-- Soft delete: the row stays readable (DELETING) until the reconciler observes cleanup.
+-- Returns nothing when deletion was already requested.
+UPDATE projects
+SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
+WHERE id = $1 AND deletion_requested_at IS NULL
+RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
+          deletion_requested_at, created_at, updated_at, created_by;
+
+-- ===== section: tokens =====
+
+-- name: authenticate_token
+-- One indexed lookup per request: revocation and expiry are seen on the very next request
+-- on every replica, without a cache to invalidate.
+SELECT t.id, t.project_id, p.name AS project_name, t.role,
+       t.revoked_at IS NOT NULL AS revoked,
+       t.expires_at IS NOT NULL AND t.expires_at <= now() AS expired
+FROM api_tokens t
+JOIN projects p ON p.id = t.project_id
+WHERE t.secret_sha256 = $1;
+
+-- name: insert_token
+INSERT INTO api_tokens (id, project_id, name, role, secret_sha256, expires_at, created_by)
+VALUES ($1, $2, $3, $4, $5,
+        CASE WHEN $6::int IS NULL THEN NULL ELSE now() + make_interval(days => $6::int) END,
+        $7)
+ON CONFLICT (project_id, name) DO NOTHING
+RETURNING id, name, role, created_at, expires_at, revoked_at, created_by;
+
+-- name: list_tokens
+SELECT id, name, role, created_at, expires_at, revoked_at, created_by
+FROM api_tokens
+WHERE project_id = $1 AND (created_at, id) < ($2, $3)
+ORDER BY created_at DESC, id DESC
+LIMIT $4;
+
+-- name: revoke_token
+-- Returns the token only when this call revoked it (not when it was already revoked).
+UPDATE api_tokens SET revoked_at = now()
+WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL
+RETURNING id, name;
+
+-- name: token_exists
+SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
+
+-- name: notify_token_revoked
+-- Cache-invalidation hint for every replica; the payload is the token id.
+SELECT pg_notify('aicp_tokens', $1);
+
+-- ===== section: accelerator bindings =====
+
+-- name: upsert_binding
+-- xmax = 0 only on a freshly inserted row: it tells 201 (created) from 200 (replaced).
+INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor, node_labels,
+                                  tolerations, description)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (accelerator_class) DO UPDATE
+SET resource_name = EXCLUDED.resource_name,
+    flavor = EXCLUDED.flavor,
+    node_labels = EXCLUDED.node_labels,
+    tolerations = EXCLUDED.tolerations,
+    description = EXCLUDED.description,
+    updated_at = now()
+RETURNING accelerator_class, resource_name, flavor, node_labels, tolerations, description,
+          created_at, updated_at, (xmax = 0) AS inserted;
+
+-- name: binding_by_class
+SELECT accelerator_class, resource_name, flavor, node_labels, tolerations, description,
+       created_at, updated_at
+FROM accelerator_bindings
+WHERE accelerator_class = $1;
+
+-- name: list_bindings
+SELECT accelerator_class, resource_name, flavor, node_labels, tolerations, description,
+       created_at, updated_at
+FROM accelerator_bindings
+WHERE (created_at, accelerator_class) < ($1, $2)
+ORDER BY created_at DESC, accelerator_class DESC
+LIMIT $3;
+
+-- name: lock_binding_for_delete
+-- FOR UPDATE conflicts with the FOR KEY SHARE lock a pool insert takes through its foreign
+-- key, so binding_references sees every pool committed before the delete.
+SELECT accelerator_class FROM accelerator_bindings WHERE accelerator_class = $1 FOR UPDATE;
+
+-- name: binding_references
+SELECT 'compute-pool/' || p.name || '/' || c.name AS ref
+FROM compute_pools c
+JOIN projects p ON p.id = c.project_id
+WHERE c.accelerator_class = $1
+ORDER BY p.name, c.name
+LIMIT 20;
+
+-- name: delete_binding
+DELETE FROM accelerator_bindings WHERE accelerator_class = $1;
+
+-- name: ring_pools_of_binding
+-- A replaced binding changes what its pools render (flavor, node labels): wake each of them.
+SELECT pg_notify('aicp_work', 'pool:' || id::text) FROM compute_pools
+WHERE accelerator_class = $1 AND deletion_requested_at IS NULL;
+
+-- ===== section: idempotency keys =====
+
+-- name: claim_idempotency_key
+-- Returns a row only when this transaction now owns (identity, key): a new key, or one whose
+-- last use is older than 24 h. A concurrent request with the same key blocks on the primary
+-- key until this transaction ends, then finds the committed response (or, after a rollback,
+-- claims the key itself).
+INSERT INTO idempotency_keys AS k (identity, key, request_sha256, status, body, location)
+VALUES ($1, $2, $3, 0, '', NULL)
+ON CONFLICT (identity, key) DO UPDATE
+SET request_sha256 = EXCLUDED.request_sha256, status = 0, body = '', location = NULL,
+    created_at = now()
+WHERE k.created_at < now() - interval '24 hours'
+RETURNING k.identity;
+
+-- name: idempotent_response
+SELECT request_sha256, status, body, location
+FROM idempotency_keys
+WHERE identity = $1 AND key = $2;
+
+-- name: store_idempotent_response
+UPDATE idempotency_keys SET status = $3, body = $4, location = $5
+WHERE identity = $1 AND key = $2;
+
+-- name: purge_idempotency_keys
+DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
+
+-- ===== section: pools and workloads =====
+-- app/store/pools.py and app/store/workloads.py. Pool reads carry usage counted from the
+-- workloads that reference the pool and are not being deleted (index workloads_by_pool).
+--
+-- Lock order that keeps "DELETE pool -> 409 in-use" honest: a workload create or move reads
+-- its pool FOR KEY SHARE (the same lock its foreign key takes anyway, so concurrent creates do
+-- not block each other); a pool delete locks the row FOR UPDATE, which waits for those creates
+-- to commit, and only then lists the workloads still using the pool, in a new statement that
+-- sees them. A create that comes after the delete re-reads the row and finds it deleting.
+
+-- name: pool_insert
+-- Unless the name is taken in the project (the constraint decides: of concurrent creates of
+-- one name exactly one row is inserted). A missing binding is a foreign-key violation.
+INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, state_reason,
+                           created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (project_id, name) DO NOTHING
+RETURNING *, 0::bigint AS accelerators_admitted, 0::bigint AS workloads_admitted,
+          0::bigint AS workloads_pending;
+
+-- name: pool_by_name
+SELECT p.*, u.accelerators_admitted, u.workloads_admitted, u.workloads_pending
+FROM compute_pools p
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum((w.spec->>'accelerators')::bigint * (w.spec->>'replicas')::bigint)
+                    FILTER (WHERE w.state IN ('ADMITTED', 'RUNNING')), 0)::bigint
+               AS accelerators_admitted,
+           count(*) FILTER (WHERE w.state IN ('ADMITTED', 'RUNNING')) AS workloads_admitted,
+           count(*) FILTER (WHERE w.state IN ('PENDING', 'QUEUED')) AS workloads_pending
+    FROM workloads w
+    WHERE w.pool_id = p.id AND w.deletion_requested_at IS NULL
+) u
+WHERE p.project_id = $1 AND p.name = $2;
+
+-- name: list_pools
+SELECT p.*, u.accelerators_admitted, u.workloads_admitted, u.workloads_pending
+FROM compute_pools p
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum((w.spec->>'accelerators')::bigint * (w.spec->>'replicas')::bigint)
+                    FILTER (WHERE w.state IN ('ADMITTED', 'RUNNING')), 0)::bigint
+               AS accelerators_admitted,
+           count(*) FILTER (WHERE w.state IN ('ADMITTED', 'RUNNING')) AS workloads_admitted,
+           count(*) FILTER (WHERE w.state IN ('PENDING', 'QUEUED')) AS workloads_pending
+    FROM workloads w
+    WHERE w.pool_id = p.id AND w.deletion_requested_at IS NULL
+) u
+WHERE p.project_id = $1 AND (p.created_at, p.id) < ($2, $3::uuid)
+ORDER BY p.created_at DESC, p.id DESC
+LIMIT $4;
+
+-- name: pool_for_workload
+-- The pool a workload goes into, FOR KEY SHARE (see the lock order above).
+SELECT id, accelerator_class, spec, deletion_requested_at
+FROM compute_pools
+WHERE project_id = $1 AND name = $2
+FOR KEY SHARE;
+
+-- name: lock_pool_for_update
+-- Before a quota change: NO KEY UPDATE does not wait for workload creates.
+SELECT id, generation, deletion_requested_at
+FROM compute_pools
+WHERE project_id = $1 AND name = $2
+FOR NO KEY UPDATE;
+
+-- name: lock_pool_for_delete
+-- Before a deletion: FOR UPDATE waits for every workload create holding the key-share lock.
+SELECT id, generation, deletion_requested_at
+FROM compute_pools
+WHERE project_id = $1 AND name = $2
+FOR UPDATE;
+
+-- name: pool_update_quota
+-- A new generation for the reconciler to converge to.
+UPDATE compute_pools
+SET spec = jsonb_set(spec, '{quota}', $2::jsonb), generation = generation + 1, updated_at = now()
+WHERE id = $1
+RETURNING generation;
+
+-- name: pool_users
+-- Workloads (not being deleted) that keep a pool in use; a bounded sample for the 409.
+SELECT 'workload/' || name AS ref FROM workloads
+WHERE pool_id = $1 AND deletion_requested_at IS NULL
+ORDER BY name
+LIMIT 20;
+
+-- name: request_pool_deletion
+UPDATE compute_pools
+SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
+WHERE id = $1
+RETURNING generation;
+
+-- name: insert_workload
+-- Unless the name is taken in the project (constraint-decided, as for pools).
+INSERT INTO workloads (id, project_id, pool_id, name, spec, state_reason, created_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (project_id, name) DO NOTHING
+RETURNING *;
+
+-- name: workload_by_name
+SELECT * FROM workloads WHERE project_id = $1 AND name = $2;
+
+-- name: lock_workload
+-- Before a replacement or deletion request.
+SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
+
+-- name: list_workloads
+-- Optionally only one state ($2) and one pool name ($3).
+SELECT * FROM workloads
+WHERE project_id = $1
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::text IS NULL OR spec->>'compute_pool' = $3)
+  AND (created_at, id) < ($4, $5::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $6;
+
+-- name: replace_workload
+-- Immutable replacement: the new spec is the next generation, PENDING until the reconciler
+-- replaces the Job. `observed` is kept: it names the old Job the reconciler must remove.
+UPDATE workloads
+SET spec = $2, pool_id = $3, generation = generation + 1, state = 'PENDING',
+    state_reason = $4, updated_at = now()
+WHERE id = $1
+RETURNING *;
+
+-- name: request_workload_deletion
+UPDATE workloads
+SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
+WHERE id = $1
+RETURNING *;
+
+-- ===== section: events =====
+-- app/store/events.py: a resource's trail, newest first by id (index events_by_resource).
+
+-- name: resource_events_page
+SELECT * FROM events
+WHERE kind = $1 AND resource_id = $2 AND id < $3
+ORDER BY id DESC
+LIMIT $4;
+
+-- ===== section: reconciler =====
+
+-- ===== section: reconcile engine =====
+-- Leases (DESIGN.md §5). Every claim, renewal and release is one statement with the lease
+-- predicate inside it; "0 rows" always means "not yours". Kinds are 'project', 'pool', 'workload'.
+
+-- name: lease_claim_keys
+-- Doorbell path: take the leases of the given resources. Per key, one of: insert a new lease,
+-- take over an expired one (epoch + 1), or extend one this owner already holds (same epoch).
+-- A key missing from the result is held by a live peer, or its resource no longer exists.
+-- $1 kinds text[], $2 resource ids uuid[] (parallel arrays, no duplicates), $3 owner, $4 ttl s.
+WITH
+-- the keys asked for, one row each
+wanted AS (
+    SELECT k.kind, k.resource_id
+    FROM unnest($1::text[], $2::uuid[]) AS k (kind, resource_id)
+),
+-- only resources that still exist: a doorbell that arrives after finalization must not leave a
+-- lease behind for a row that is gone
+present AS (
+    SELECT w.kind, w.resource_id FROM wanted w
+    JOIN projects p ON w.kind = 'project' AND p.id = w.resource_id
+    UNION ALL
+    SELECT w.kind, w.resource_id FROM wanted w
+    JOIN compute_pools c ON w.kind = 'pool' AND c.id = w.resource_id
+    UNION ALL
+    SELECT w.kind, w.resource_id FROM wanted w
+    JOIN workloads wl ON w.kind = 'workload' AND wl.id = w.resource_id
+)
+INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
+SELECT kind, resource_id, $3::text, 1, now() + make_interval(secs => $4::float8) FROM present
+ON CONFLICT (kind, resource_id) DO UPDATE
+SET owner = excluded.owner,
+    -- epoch counts changes of owner: extending one's own lease keeps in-flight fenced writes valid
+    epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,
+    expires_at = excluded.expires_at
+-- a live lease of a peer is left alone (the row drops out of RETURNING)
+WHERE l.expires_at <= now() OR l.owner = excluded.owner
+RETURNING l.kind, l.resource_id, l.epoch;
+
+-- name: lease_claim_due
+-- The sweep: claim up to $3 resources per kind that need work and have no live lease.
+-- $1 owner, $2 ttl seconds, $3 batch size per kind.
+WITH
+-- projects with an unobserved spec or a pending deletion (index projects_needing_work).
+-- FOR NO KEY UPDATE SKIP LOCKED: two sweeping replicas split the candidates instead of queueing
+-- behind each other; a row an API transaction is writing is skipped (that write rings a doorbell).
+-- NO KEY (not FOR UPDATE) so a concurrent insert of a child row, which key-share locks its
+-- parent through the foreign key, is not blocked by the sweep.
+due_projects AS (
+    SELECT 'project'::text AS kind, p.id AS resource_id FROM projects p
+    WHERE (p.generation <> p.observed_generation OR p.deletion_requested_at IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM leases l
+                      WHERE l.kind = 'project' AND l.resource_id = p.id AND l.expires_at > now())
+    ORDER BY p.updated_at
+    LIMIT $3
+    FOR NO KEY UPDATE OF p SKIP LOCKED
+),
+-- pools, the same way (index compute_pools_needing_work)
+due_pools AS (
+    SELECT 'pool'::text AS kind, c.id AS resource_id FROM compute_pools c
+    WHERE (c.generation <> c.observed_generation OR c.deletion_requested_at IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM leases l
+                      WHERE l.kind = 'pool' AND l.resource_id = c.id AND l.expires_at > now())
+    ORDER BY c.updated_at
+    LIMIT $3
+    FOR NO KEY UPDATE OF c SKIP LOCKED
+),
+-- workloads also need work while they are not finished (index workloads_needing_work)
+due_workloads AS (
+    SELECT 'workload'::text AS kind, w.id AS resource_id FROM workloads w
+    WHERE (w.generation <> w.observed_generation
+           OR w.deletion_requested_at IS NOT NULL
+           OR w.state NOT IN ('SUCCEEDED', 'FAILED'))
+      AND NOT EXISTS (SELECT 1 FROM leases l
+                      WHERE l.kind = 'workload' AND l.resource_id = w.id AND l.expires_at > now())
+    -- ordered by the index key so the planner walks the partial index rather than the table
+    ORDER BY w.id
+    LIMIT $3
+    FOR NO KEY UPDATE OF w SKIP LOCKED
+),
+due AS (
+    SELECT * FROM due_projects
+    UNION ALL SELECT * FROM due_pools
+    UNION ALL SELECT * FROM due_workloads
+)
+-- take each lease: new, or an expired one taken over. The conflict re-check makes this safe even
+-- when two sweeps saw the same expired lease: the second one's update finds it live and skips it.
+INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
+SELECT kind, resource_id, $1::text, 1, now() + make_interval(secs => $2::float8) FROM due
+ON CONFLICT (kind, resource_id) DO UPDATE
+SET owner = excluded.owner,
+    epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,
+    expires_at = excluded.expires_at
+WHERE l.expires_at <= now()
+RETURNING l.kind, l.resource_id, l.epoch;
+
+-- name: lease_renew_all
+-- The lease keeper: extend every live lease of this owner. A lease missing from the result
+-- expired or moved to a peer, and is dropped locally. Expired leases are not revived: this owner
+-- may have stopped acting on them already. $1 owner, $2 ttl seconds.
+UPDATE leases SET expires_at = now() + make_interval(secs => $2::float8)
+WHERE owner = $1 AND expires_at > now()
+RETURNING kind, resource_id, epoch;
+
+-- name: lease_release
+-- Let one lease go now (the resource needs no more attention from this replica); keeps the row
+-- and its epoch so the next owner's epoch is higher. $1 kind, $2 resource id, $3 owner, $4 epoch.
+UPDATE leases SET expires_at = now()
+WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_at > now();
+
+-- name: lease_release_all
+-- Graceful shutdown: expire every live lease of this owner and ring the doorbell for each so a
+-- peer claims it at once instead of at its next sweep. Returns how many were released. $1 owner.
+WITH
+-- the leases let go, expired as of now
+released AS (
+    UPDATE leases SET expires_at = now()
+    WHERE owner = $1 AND expires_at > now()
+    RETURNING kind, resource_id
+)
+SELECT count(pg_notify('aicp_work', kind || ':' || resource_id::text)) AS released FROM released;
+
+-- name: lease_lock_fenced
+-- First statement of a fenced transaction: lock this owner's live lease row for the rest of the
+-- transaction (a peer's takeover waits behind it). No row: the lease moved.
+-- $1 kind, $2 resource id, $3 owner, $4 epoch.
+SELECT epoch FROM leases
+WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
+FOR UPDATE;
+
+-- name: lease_delete_fenced
+-- Finalization: remove the lease with the resource (same transaction). $1 kind, $2 resource id,
+-- $3 owner, $4 epoch.
+DELETE FROM leases
+WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_at > now();
+
+-- name: leases_held_count
+-- Live leases of one owner (a cross-check of the in-memory view). $1 owner.
+SELECT count(*) AS held FROM leases WHERE owner = $1 AND expires_at > now();
+
+-- name: reconcile_lag_seconds
+-- Age of the oldest unconverged resource (unobserved spec or pending deletion), 0 when none.
+-- Each arm reads the first entry of a partial index on updated_at.
+WITH
+-- the oldest unconverged row of each table
+oldest AS (
+    (SELECT updated_at FROM projects
+     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+     ORDER BY updated_at LIMIT 1)
+    UNION ALL
+    (SELECT updated_at FROM compute_pools
+     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+     ORDER BY updated_at LIMIT 1)
+    UNION ALL
+    (SELECT updated_at FROM workloads
+     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+     ORDER BY updated_at LIMIT 1)
+)
+SELECT coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS lag FROM oldest;
+
+-- ===== end section: reconcile engine =====
