@@ -41,9 +41,11 @@ FROM ${PYTHON_IMAGE} AS runtime
 LABEL org.opencontainers.image.title="aicp" \
       org.opencontainers.image.description="AI compute control plane: GPU batch workloads on Kubernetes with Kueue"
 # A fixed numeric uid/gid, so Kubernetes can verify runAsNonRoot and the chart can name it.
+# The base image's own pip/setuptools/wheel go too: nothing is installed at run time.
 RUN groupadd --system --gid 10001 aicp \
     && useradd --system --uid 10001 --gid aicp --no-create-home --home-dir /nonexistent \
-       --shell /usr/sbin/nologin aicp
+       --shell /usr/sbin/nologin aicp \
+    && python -m pip uninstall --yes --quiet pip setuptools wheel
 ENV PATH=/app/.venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

@@ -80,8 +80,9 @@ def test_the_final_stage_is_python_slim_with_only_the_venv_and_the_service_code(
         "--from=builder /app/sql /app/sql",
     ]
     runs = " ".join(final.all("RUN"))
-    for build_tool in ("uv ", "pip ", "apt-get", "gcc", "build-essential"):
+    for build_tool in ("uv ", "pip install", "apt-get", "gcc", "build-essential"):
         assert build_tool not in runs
+    assert "pip uninstall --yes --quiet pip setuptools wheel" in runs
 
 
 def test_the_image_runs_serve_as_the_same_non_root_uid_the_chart_enforces() -> None:
