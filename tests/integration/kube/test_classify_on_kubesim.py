@@ -297,3 +297,27 @@ async def test_a_job_deleted_by_hand_is_held_by_the_evidence_finalizer_until_it_
 
     await wait_until(gone, timeout=10, message="the Job to go")
     assert (await sim.classify(identity, spec)).state is WorkloadState.PENDING
+
+
+async def test_an_image_that_cannot_be_pulled_is_named_in_the_reason(sim: Sim) -> None:
+    await sim.setup_pool(gpus=16)
+    spec = WorkloadSpec(
+        name="typo",
+        compute_pool="h100-pool",
+        image="ghcr.io/acme/does-not-exist:1",
+        accelerators=8,
+        max_runtime_seconds=600,
+    )
+    identity = await sim.submit(spec)
+
+    async def pull_failed() -> Classification | None:
+        result = await sim.classify(identity, spec)
+        return result if "could not be pulled" in result.reason else None
+
+    result = await wait_until(pull_failed, timeout=10, message="an image pull reason")
+    assert result.state is WorkloadState.ADMITTED
+    assert result.reason.startswith("The image ghcr.io/acme/does-not-exist:1 could not be pulled")
+
+    sim.cluster.clock.advance(601)
+    failed = await sim.wait_state(identity, spec, WorkloadState.FAILED)
+    assert failed.reason.startswith("Stopped after exceeding the maximum runtime of 600 seconds")
