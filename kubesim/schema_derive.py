@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,10 @@ def convert(node: Any, path: tuple[str, ...] = ()) -> Any:
     return out
 
 
+@cache
 def crd_schema(crd_dir: Path, plural: str, version: str = "v1beta2") -> dict[str, Any]:
-    crd = yaml.safe_load((crd_dir / f"kueue.x-k8s.io_{plural}.yaml").read_text())
+    text = (crd_dir / f"kueue.x-k8s.io_{plural}.yaml").read_text()
+    crd = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     for v in crd["spec"]["versions"]:
         if v["name"] == version:
             schema: dict[str, Any] = v["schema"]["openAPIV3Schema"]

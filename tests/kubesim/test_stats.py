@@ -46,14 +46,13 @@ async def test_stats_show_server_side_apply_by_its_field_manager(kube_cluster, k
 
 
 async def test_advancing_simulated_time_moves_new_timestamps():
-    async with Cluster(controllers=False, time_scale=0) as cluster:
-        async with api_client_for(cluster) as api:
-            core = client.CoreV1Api(api)
-            before = await core.create_namespace({"metadata": {"name": "before"}})
-            status, body, _ = await raw(
-                "POST", f"{cluster.url}/_sim/time", json_body={"advance_seconds": 3600}
-            )
-            after = await core.create_namespace({"metadata": {"name": "after"}})
+    async with Cluster(controllers=False, time_scale=0) as cluster, api_client_for(cluster) as api:
+        core = client.CoreV1Api(api)
+        before = await core.create_namespace({"metadata": {"name": "before"}})
+        status, body, _ = await raw(
+            "POST", f"{cluster.url}/_sim/time", json_body={"advance_seconds": 3600}
+        )
+        after = await core.create_namespace({"metadata": {"name": "after"}})
     assert status == 200 and body["now_rfc3339"].endswith("Z")
     delta = after.metadata.creation_timestamp - before.metadata.creation_timestamp
     assert 3599 <= delta.total_seconds() <= 3601
