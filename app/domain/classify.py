@@ -7,7 +7,8 @@ step only when the ones before did not:
 1. no Job → PENDING (accepted, nothing applied yet);
 2. Job `Complete` → SUCCEEDED; Job `Failed` → FAILED, explained by OOM, deadline, exit code;
 3. Workload `Evicted` → QUEUED again (preempted or evicted, requeued);
-4. a pod running → RUNNING (pods are the truth even before the Workload cache catches up);
+4. Job `SuccessCriteriaMet` / `FailureTarget` (decided, pods still stopping) → RUNNING;
+   a pod running → RUNNING (pods are the truth even before the Workload cache catches up);
 5. quota reserved / admitted, or the Job unsuspended by Kueue → ADMITTED, explained by what
    holds the pods back (image pull, unschedulable, container config);
 6. otherwise QUEUED, explained by Kueue's `QuotaReserved=False` message and the pool numbers.
@@ -194,6 +195,13 @@ def classify(
     if is_true(job, "Failed"):
         reason = _failed(job, mine, context, evidence)
         return Classification(WorkloadState.FAILED, reason, evidence)
+
+    # The Job has decided but its pods are still terminating: not final yet (module docstring).
+    if is_true(job, "SuccessCriteriaMet"):
+        return Classification(WorkloadState.RUNNING, reasons.finishing(None), evidence)
+    if is_true(job, "FailureTarget"):
+        why = str((condition(job, "FailureTarget") or {}).get("reason") or "")
+        return Classification(WorkloadState.RUNNING, reasons.finishing(why), evidence)
 
     evicted = _evicted(kueue_workload, context)
     if evicted is not None:

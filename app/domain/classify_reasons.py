@@ -187,6 +187,13 @@ def previous_attempt(
     return sentence(f"Attempt {attempt} of {allowed}; the previous one {how}{where}")
 
 
+def finishing(failure: str | None) -> str:
+    """The Job has decided its outcome and waits for its pods to stop."""
+    if failure is None:
+        return "All pods completed; the Job is finishing."
+    return sentence(f"The Job is failing ({failure}); waiting for its pods to stop")
+
+
 def succeeded(total: int, nodes: Sequence[str], products: Sequence[str], took: int | None) -> str:
     where = f" on {_placement(nodes, products)}" if nodes else ""
     after = f" in {duration(took)}" if took is not None else ""

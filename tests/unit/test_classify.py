@@ -268,15 +268,33 @@ def test_every_reason_is_a_whole_sentence(
     assert text.endswith(".") and not text.endswith("..")
 
 
-def test_a_job_that_is_still_failing_its_pods_is_not_final_yet() -> None:
-    builder = make_job().admitted().failed(exit_code=1)
-    builder.job["status"]["conditions"] = [
-        c for c in builder.job["status"]["conditions"] if c["type"] != "Failed"
-    ]
+def _without_condition(builder: JobBuilder, kind: str) -> JobBuilder:
+    conditions = builder.job["status"]["conditions"]
+    conditions[:] = [c for c in conditions if c["type"] != kind]
+    return builder
 
-    result = builder.build().classify()
 
-    assert result.state is not WorkloadState.FAILED
+@pytest.mark.parametrize(
+    ("scenario", "reason"),
+    [
+        pytest.param(
+            lambda: _without_condition(make_job().admitted().failed(exit_code=1), "Failed"),
+            "The Job is failing (BackoffLimitExceeded); waiting for its pods to stop.",
+            id="failure-target-before-failed",
+        ),
+        pytest.param(
+            lambda: _without_condition(make_job().admitted().succeeded(), "Complete"),
+            "All pods completed; the Job is finishing.",
+            id="success-criteria-met-before-complete",
+        ),
+    ],
+)
+def test_a_job_that_decided_but_still_stops_its_pods_is_not_final_yet(
+    scenario: Case, reason: str
+) -> None:
+    result = scenario().build().classify()
+
+    assert (result.state, result.reason) == (WorkloadState.RUNNING, reason)
 
 
 def test_pods_of_an_older_job_with_the_same_name_are_ignored() -> None:
