@@ -88,7 +88,9 @@ def render_cluster_queue(pool: PoolIdentity, quota: Quota, binding: BindingPut) 
 
     It admits workloads only from the project's namespace (selected by its
     `aicp.dev/project` label). There is no cohort: pools neither lend nor borrow. Should
-    one ever be needed, the v1beta2 field is `cohortName` (not `cohort`).
+    one ever be needed, the v1beta2 field is `cohortName` (not `cohort`). No `preemption`
+    either (Kueue's default `Never`): a workload's priority orders the pool's queue but never
+    stops a running workload of the same pool.
     """
     resources: list[dict[str, str | int]] = [
         {"name": "cpu", "nominalQuota": quota.cpu},
