@@ -13,66 +13,29 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.domain.classify import Classification, classify
 from app.domain.classify_evidence import ClassifyContext, PoolSnapshot, context_for
 from app.domain.quantity import parse_quantity
 from app.domain.render import JobIdentity, render_job
 from app.domain.specs import WorkloadSpec
+from tests.support.kube_objects import (
+    ADMITTED,
+    CREATED,
+    FINISHED,
+    GPU,
+    H100_PRODUCT,
+    STARTED,
+    Obj,
+    cond,
+    default_nodes,
+    make_node,
+    make_pod,
+    set_condition,
+    terminated_state,
+)
 
-Obj = dict[str, Any]
-
-H100_PRODUCT = "NVIDIA-H100-80GB-HBM3"
-GPU = "nvidia.com/gpu"
-CREATED = "2026-08-01T10:00:00Z"
-ADMITTED = "2026-08-01T10:00:01Z"
-STARTED = "2026-08-01T10:00:05Z"
-FINISHED = "2026-08-01T10:02:05Z"
-_POD_SUFFIXES = ("x7k2p", "b9m4q", "c2v8w", "d5t6z")
-
-
-def make_node(
-    name: str, *, product: str = H100_PRODUCT, memory_mib: int = 81920, gpus: int = 8
-) -> Obj:
-    """A node as the fake GPU operator labels it (KUBE-CONTRACT.md §6)."""
-    capacity = {"cpu": "128", "memory": "2Ti", GPU: str(gpus), "pods": "110"}
-    return {
-        "kind": "Node",
-        "apiVersion": "v1",
-        "metadata": {
-            "name": name,
-            "uid": hashlib.sha1(name.encode()).hexdigest(),
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "nvidia.com/gpu.product": product,
-                "nvidia.com/gpu.memory": str(memory_mib),
-                "nvidia.com/gpu.count": str(gpus),
-                "nvidia.com/gpu.present": "true",
-                "run.ai/fake.gpu": "true",
-            },
-        },
-        "status": {"capacity": capacity, "allocatable": dict(capacity)},
-    }
-
-
-def default_nodes() -> list[Obj]:
-    return [make_node("gpu-node-1"), make_node("gpu-node-2")]
-
-
-def _cond(kind: str, status: str, reason: str, message: str, at: str = CREATED) -> Obj:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": at,
-    }
-
-
-def _set_condition(obj: Obj, cond: Obj) -> None:
-    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-    conditions[:] = [c for c in conditions if c["type"] != cond["type"]] + [cond]
+__all__ = ["JobBuilder", "Scenario", "make_job", "make_node"]
 
 
 @dataclass
@@ -118,9 +81,7 @@ class JobBuilder:
         job["spec"]["selector"] = {
             "matchLabels": {"batch.kubernetes.io/controller-uid": self.job_uid}
         }
-        job["status"] = {
-            "conditions": [_cond("Suspended", "True", "JobSuspended", "Job suspended")]
-        }
+        job["status"] = {"conditions": [cond("Suspended", "True", "JobSuspended", "Job suspended")]}
         self.job = job
         name = job["metadata"]["name"]
         digest = hashlib.sha1(f"Job\nbatch\n{name}\n{self.job_uid}".encode()).hexdigest()[:5]
@@ -145,49 +106,7 @@ class JobBuilder:
         return f"aicp-{self.identity.project}-{self.spec.compute_pool}"
 
     def _pod(self, index: int, node: str | None, phase: str, state: Obj) -> Obj:
-        name = self.job["metadata"]["name"]
-        template = copy.deepcopy(self.job["spec"]["template"])
-        pod_spec = template["spec"]
-        if node:
-            pod_spec["nodeName"] = node
-        status: Obj = {"phase": phase, "conditions": []}
-        if node:
-            status["conditions"].append(_cond("PodScheduled", "True", "", "", ADMITTED))
-            main = pod_spec["containers"][0]
-            status["containerStatuses"] = [
-                {
-                    "name": "main",
-                    "image": main["image"],
-                    "imageID": "",
-                    "ready": phase == "Running",
-                    "restartCount": 0,
-                    "started": phase == "Running",
-                    "state": state,
-                }
-            ]
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"{name}-{_POD_SUFFIXES[index % len(_POD_SUFFIXES)]}",
-                "namespace": self.job["metadata"]["namespace"],
-                "uid": f"pod-{index}-{self.job_uid}",
-                "labels": {**template["metadata"]["labels"], "job-name": name},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "name": name,
-                        "uid": self.job_uid,
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-                "finalizers": ["batch.kubernetes.io/job-tracking"],
-            },
-            "spec": pod_spec,
-            "status": status,
-        }
+        return make_pod(self.job, index, node, phase, state)
 
     def _nodes_for(self, node: str | None) -> list[str]:
         if node is not None:
@@ -216,19 +135,19 @@ class JobBuilder:
             ],
         }
         message = f"Quota reserved in ClusterQueue {self.cluster_queue}"
-        _set_condition(
-            self.workload, _cond("QuotaReserved", "True", "QuotaReserved", message, ADMITTED)
+        set_condition(
+            self.workload, cond("QuotaReserved", "True", "QuotaReserved", message, ADMITTED)
         )
-        _set_condition(
+        set_condition(
             self.workload,
-            _cond("Admitted", "True", "Admitted", "The workload is admitted", ADMITTED),
+            cond("Admitted", "True", "Admitted", "The workload is admitted", ADMITTED),
         )
         self.job["spec"]["suspend"] = False
         self.job["spec"]["template"]["spec"]["nodeSelector"] = {
             "nvidia.com/gpu.product": H100_PRODUCT
         }
         self.job["metadata"]["labels"]["kueue.x-k8s.io/podset"] = "main"
-        _set_condition(self.job, _cond("Suspended", "False", "JobResumed", "Job resumed", ADMITTED))
+        set_condition(self.job, cond("Suspended", "False", "JobResumed", "Job resumed", ADMITTED))
         return self
 
     def waiting_for_quota(
@@ -247,7 +166,7 @@ class JobBuilder:
                 "couldn't assign flavors to pod set main: insufficient unused quota for "
                 f"{GPU} in flavor {self.flavor}, {needed - (quota - in_use)} more needed"
             )
-        _set_condition(self.workload, _cond("QuotaReserved", "False", "Pending", message))
+        set_condition(self.workload, cond("QuotaReserved", "False", "Pending", message))
         self.pool = PoolSnapshot(
             name=self.spec.compute_pool,
             quota={
@@ -267,7 +186,7 @@ class JobBuilder:
 
     def inadmissible(self, message: str) -> JobBuilder:
         assert self.workload is not None
-        _set_condition(self.workload, _cond("QuotaReserved", "False", "Inadmissible", message))
+        set_condition(self.workload, cond("QuotaReserved", "False", "Inadmissible", message))
         return self
 
     def preempted(self, *, reason: str = "InClusterQueue") -> JobBuilder:
@@ -275,33 +194,31 @@ class JobBuilder:
         assert self.workload is not None
         self.workload["status"].pop("admission", None)
         preempting = "Preempted to accommodate a workload (UID: 0a1b, JobUID: 2c3d) due to "
-        _set_condition(
+        set_condition(
             self.workload,
-            _cond(
-                "Evicted", "True", "Preempted", preempting + "prioritization in the ClusterQueue"
-            ),
+            cond("Evicted", "True", "Preempted", preempting + "prioritization in the ClusterQueue"),
         )
-        _set_condition(
+        set_condition(
             self.workload,
-            _cond("Preempted", "True", reason, preempting + "prioritization in the ClusterQueue"),
+            cond("Preempted", "True", reason, preempting + "prioritization in the ClusterQueue"),
         )
-        _set_condition(self.workload, _cond("QuotaReserved", "False", "Preempted", "Preempted"))
-        _set_condition(self.workload, _cond("Admitted", "False", "NoReservation", "No quota"))
-        _set_condition(self.workload, _cond("Requeued", "True", "Preempted", "Preempted"))
+        set_condition(self.workload, cond("QuotaReserved", "False", "Preempted", "Preempted"))
+        set_condition(self.workload, cond("Admitted", "False", "NoReservation", "No quota"))
+        set_condition(self.workload, cond("Requeued", "True", "Preempted", "Preempted"))
         self.job["spec"]["suspend"] = True
         self.job["spec"]["template"]["spec"].pop("nodeSelector", None)
         self.job["status"].pop("startTime", None)
         self.job["status"]["active"] = 0
-        _set_condition(self.job, _cond("Suspended", "True", "JobSuspended", "Job suspended"))
+        set_condition(self.job, cond("Suspended", "True", "JobSuspended", "Job suspended"))
         self.pods = []
         return self
 
     def evicted(self, reason: str, *, requeued: bool = True) -> JobBuilder:
         assert self.workload is not None
-        _set_condition(self.workload, _cond("Evicted", "True", reason, f"Evicted: {reason}"))
-        _set_condition(
+        set_condition(self.workload, cond("Evicted", "True", reason, f"Evicted: {reason}"))
+        set_condition(
             self.workload,
-            _cond("Requeued", "True" if requeued else "False", reason, reason),
+            cond("Requeued", "True" if requeued else "False", reason, reason),
         )
         self.pods = []
         return self
@@ -320,7 +237,7 @@ class JobBuilder:
     ) -> JobBuilder:
         """The first pod failed (or was OOMKilled with 137); its replacement runs on `node`."""
         reason = "OOMKilled" if exit_code == 137 else "Error"
-        first = self._pod(0, failed_on, "Failed", self._ended(reason, exit_code))
+        first = self._pod(0, failed_on, "Failed", terminated_state(reason, exit_code))
         second = self._pod(1, node, "Running", {"running": {"startedAt": FINISHED}})
         self.pods = [first, second]
         self.job["status"].update(startTime=STARTED, active=1, ready=1, failed=1)
@@ -337,7 +254,7 @@ class JobBuilder:
         pods = [self._pod(i, None, "Pending", {}) for i in range(self.spec.replicas)]
         for pod in pods:
             pod["status"]["conditions"] = [
-                _cond("PodScheduled", "False", "Unschedulable", message, ADMITTED)
+                cond("PodScheduled", "False", "Unschedulable", message, ADMITTED)
             ]
         self.pods = pods
         self.job["status"].update(startTime=STARTED, active=len(pods))
@@ -355,20 +272,9 @@ class JobBuilder:
         self.job["status"].update(startTime=STARTED, active=len(self.pods))
         return self
 
-    @staticmethod
-    def _ended(reason: str, exit_code: int) -> Obj:
-        return {
-            "terminated": {
-                "reason": reason,
-                "exitCode": exit_code,
-                "startedAt": STARTED,
-                "finishedAt": FINISHED,
-            }
-        }
-
     def _terminate(self, node: str | None, reason: str, exit_code: int) -> list[Obj]:
         phase = "Succeeded" if exit_code == 0 else "Failed"
-        state = self._ended(reason, exit_code)
+        state = terminated_state(reason, exit_code)
         return [self._pod(i, n, phase, state) for i, n in enumerate(self._nodes_for(node))]
 
     def succeeded(self, node: str | None = None) -> JobBuilder:
@@ -381,21 +287,21 @@ class JobBuilder:
             succeeded=len(self.pods),
         )
         message = "Reached expected number of succeeded pods"
-        _set_condition(
-            self.job, _cond("SuccessCriteriaMet", "True", "CompletionsReached", message, FINISHED)
+        set_condition(
+            self.job, cond("SuccessCriteriaMet", "True", "CompletionsReached", message, FINISHED)
         )
-        _set_condition(self.job, _cond("Complete", "True", "CompletionsReached", message, FINISHED))
+        set_condition(self.job, cond("Complete", "True", "CompletionsReached", message, FINISHED))
         return self
 
     def _job_failed(self, reason: str, message: str, failed: int) -> None:
         self.job["status"].update(startTime=STARTED, active=0, ready=0, failed=failed)
-        _set_condition(self.job, _cond("FailureTarget", "True", reason, message, FINISHED))
-        _set_condition(self.job, _cond("Failed", "True", reason, message, FINISHED))
+        set_condition(self.job, cond("FailureTarget", "True", reason, message, FINISHED))
+        set_condition(self.job, cond("Failed", "True", reason, message, FINISHED))
 
     def failed(self, exit_code: int = 1, node: str = "gpu-node-1") -> JobBuilder:
         """Every attempt (1 + retries) exited with `exit_code`; the backoff limit is reached."""
         attempts = self.spec.retries + 1
-        state = self._ended("Error", exit_code)
+        state = terminated_state("Error", exit_code)
         self.pods = [self._pod(i, node, "Failed", state) for i in range(attempts)]
         self._job_failed(
             "BackoffLimitExceeded", "Job has reached the specified backoff limit", attempts
