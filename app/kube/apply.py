@@ -33,18 +33,23 @@ T = TypeVar("T")
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 
-async def apply(kube: KubeClient, manifest: Obj) -> Obj:
+async def apply(kube: KubeClient, manifest: Obj, *, field_manager: str = FIELD_MANAGER) -> Obj:
     """Server-side apply `manifest` (creating it if missing); return the object as stored.
 
     The manifest needs `apiVersion`, `kind`, `metadata.name` and, for namespaced kinds,
     `metadata.namespace`; it must not carry `managedFields`, and carries `resourceVersion`
     only to make the write conditional (409 `Conflict` if the object moved on).
+
+    One manager owns one body: applying a smaller body under the same `field_manager` removes
+    what it no longer declares. A second, partial body (a Job's metadata after Kueue took its
+    spec over) therefore goes under its own manager (`aicp-metadata`, see
+    `app.domain.render_labels`).
     """
     resource = resource_of(manifest)
     namespace, name = _address(resource, manifest)
     call = resource.method(kube, "patch", namespace, name)(
         manifest,
-        field_manager=FIELD_MANAGER,
+        field_manager=field_manager,
         force=True,
         _content_type=APPLY_PATCH,
         _preload_content=False,

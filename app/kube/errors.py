@@ -1,6 +1,10 @@
-"""Kubernetes API failures, translated from kubernetes_asyncio into one small hierarchy.
+"""Kubernetes API failures, translated from kubernetes_asyncio into aicp's error hierarchy.
+
+`KubeError` is an `AicpError` (`app.domain.errors`): one that escapes to the HTTP API is a 502
+problem, or a 503 for the two "retry shortly" cases. `code` is what Kubernetes answered.
 
     KubeError                     any failed call to the Kubernetes API
+    ├── Forbidden       403       RBAC does not allow aicp's service account to do this
     ├── NotFound        404       the object (or the route) does not exist
     ├── Conflict        409       stale resourceVersion, AlreadyExists, or a field-manager conflict
     ├── Gone            410       a resourceVersion or continue token fell out of history: relist
@@ -22,71 +26,90 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from app.domain.errors import AicpError, ServiceUnavailable
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 
-class KubeError(Exception):
+class KubeError(AicpError):
     """The Kubernetes API refused or failed a request."""
 
-    status: int = 0
+    slug = "kubernetes-error"
+    status = 502
+    title = "Kubernetes API error"
+    code: int = 0
+    """The HTTP status the Kubernetes API answered with (0: no answer at all)."""
 
     def __init__(
         self,
         message: str | None = None,
         *,
-        status: int | None = None,
+        code: int | None = None,
         reason: str = "",
         causes: list[dict[str, str]] | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message or self.__doc__ or "")
-        self.message = message or (self.__doc__ or "").strip()
-        if status is not None:
-            self.status = status
+        super().__init__(message)
+        self.message = self.detail
+        if code is not None:
+            self.code = code
         self.reason = reason
         self.causes = causes or []
         self.retry_after = retry_after
 
 
+class Forbidden(KubeError):
+    """The Kubernetes API does not allow aicp to do this (check its RBAC role)."""
+
+    code = 403
+
+
 class NotFound(KubeError):
     """The object does not exist."""
 
-    status = 404
+    code = 404
 
 
 class Conflict(KubeError):
     """The object changed since it was read, already exists, or another manager owns a field."""
 
-    status = 409
+    code = 409
 
 
 class Gone(KubeError):
     """The requested resourceVersion is older than the server's history; list again."""
 
-    status = 410
+    code = 410
 
 
 class Invalid(KubeError):
     """The server refused the request as invalid."""
 
-    status = 422
+    code = 422
 
 
-class TooManyRequests(KubeError):
-    """The server is throttling this client."""
+class TooManyRequests(KubeError, ServiceUnavailable):
+    """The Kubernetes API is throttling this client; retry shortly."""
 
-    status = 429
-
-
-class Unavailable(KubeError):
-    """The Kubernetes API server failed or could not be reached."""
-
+    slug = "service-unavailable"
     status = 503
+    title = "Service unavailable"
+    code = 429
+
+
+class Unavailable(KubeError, ServiceUnavailable):
+    """The Kubernetes API server failed or could not be reached; retry shortly."""
+
+    slug = "service-unavailable"
+    status = 503
+    title = "Service unavailable"
+    code = 503
 
 
 _BY_STATUS: dict[int, type[KubeError]] = {
     400: Invalid,
+    403: Forbidden,
     404: NotFound,
     409: Conflict,
     410: Gone,
@@ -122,7 +145,7 @@ def from_status(
     cls = error_class(status)
     return cls(
         message or f"HTTP {status}",
-        status=status,
+        code=status,
         reason=reason,
         causes=causes,
         retry_after=_seconds(retry_after),
@@ -134,7 +157,7 @@ def from_api_exception(exc: ApiException) -> KubeError:
     headers: Any = exc.headers or {}
     error = from_status(int(exc.status or 0), exc.body, retry_after=headers.get("Retry-After"))
     if not exc.body and exc.reason:
-        error.message = str(exc.reason)
+        error.message = error.detail = str(exc.reason)
         error.args = (error.message,)
     return error
 

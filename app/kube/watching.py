@@ -157,7 +157,7 @@ class Informer:
                 if self.resource_version is None:
                     await self._relist()
                 await self._watch()
-                reason = "closed"
+                reason = "ended"
             except Gone as exc:
                 # The version we hold has left the server's history: only a list resyncs.
                 log.info("%s watch expired, relisting: %s", self.kind, exc.message)
@@ -170,7 +170,7 @@ class Informer:
             if self._progressed:
                 # A list completed or the stream carried events: the server works again.
                 self.backoff.reset()
-            if reason in ("closed", "gone") and self.backoff.attempt == 0:
+            if reason in ("ended", "gone") and self.backoff.attempt == 0:
                 # Resume (or relist) at once; an immediate repeat without progress backs off.
                 self.backoff.attempt = 1
                 continue

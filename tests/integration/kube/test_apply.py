@@ -220,3 +220,23 @@ def cluster_queue_manifest(name: str, flavor: str) -> dict[str, object]:
             ],
         },
     }
+
+
+async def test_a_metadata_only_apply_under_a_second_manager_keeps_the_first_managers_spec(
+    kube: KubeClient,
+) -> None:
+    await apply(kube, namespace_manifest("aicp-meta"))
+    await apply(kube, job_manifest("j", "aicp-meta"))
+    stored = await apply(
+        kube,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "aicp-meta", "labels": {"stage": "2"}},
+        },
+        field_manager="aicp-metadata",
+    )
+    assert stored["metadata"]["labels"]["stage"] == "2"
+    assert stored["metadata"]["labels"]["aicp.dev/uid"] == "uid-j"
+    assert stored["spec"]["suspend"] is True
+    assert stored["spec"]["template"]["spec"]["containers"][0]["name"] == "main"

@@ -215,3 +215,39 @@ async def test_the_informer_converges_while_half_of_its_requests_fail(
         assert restarts("Job", "unavailable") >= 1
     finally:
         await informer.stop()
+
+
+async def test_a_list_read_in_small_pages_fills_the_whole_cache(
+    kube: KubeClient, namespace: str, sim: SimControl
+) -> None:
+    for i in range(5):
+        await apply(kube, job_manifest(f"job-{i}", namespace))
+    informer = Informer(kube, JOBS, label_selector=MANAGED, page_size=2)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        assert len(informer.list()) == 5
+        assert await sim.list_count("jobs") == 3
+    finally:
+        await informer.stop()
+
+
+async def test_a_failing_handler_does_not_stop_the_others_or_the_informer(
+    kube: KubeClient, namespace: str
+) -> None:
+    informer = managed_jobs(kube)
+
+    def broken(_kind: str, _obj: object) -> None:
+        raise RuntimeError("handler bug")
+
+    informer.add_handler(broken)
+    events = Recorder(informer)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        await apply(kube, job_manifest("one", namespace))
+        await apply(kube, job_manifest("two", namespace))
+        await wait_until(lambda: len(events.seen()) == 2, timeout=5, message="both events")
+        assert informer.get(namespace, "two") is not None
+    finally:
+        await informer.stop()

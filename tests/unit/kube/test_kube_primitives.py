@@ -11,6 +11,7 @@ from app.kube.cache import ObjectCache
 from app.kube.client import TokenBucket
 from app.kube.errors import (
     Conflict,
+    Forbidden,
     Gone,
     Invalid,
     KubeError,
@@ -41,7 +42,8 @@ def status(code: int, reason: str, message: str, **details: object) -> bytes:
         pytest.param(429, status(429, "TooManyRequests", "slow down"), TooManyRequests, id="429"),
         pytest.param(500, b"<html>proxy error</html>", Unavailable, id="500-not-json"),
         pytest.param(503, b"", Unavailable, id="503-empty"),
-        pytest.param(403, status(403, "Forbidden", "no"), KubeError, id="403-generic"),
+        pytest.param(403, status(403, "Forbidden", "no"), Forbidden, id="403"),
+        pytest.param(401, status(401, "Unauthorized", "who"), KubeError, id="401-generic"),
     ],
 )
 def test_a_kubernetes_status_becomes_the_matching_error(
@@ -49,7 +51,7 @@ def test_a_kubernetes_status_becomes_the_matching_error(
 ) -> None:
     error = from_status(code, body)
     assert type(error) is expected
-    assert error.status == code
+    assert error.code == code
     assert error.message
 
 
