@@ -1,4 +1,5 @@
-"""A kubesim per test, an aicp `KubeClient` on it, and helpers to steer and read the simulator."""
+"""aicp's `KubeClient` on the shared kubesim fixtures (`tests/support/kube_fixtures.py`: a
+fresh cluster per test, bookmarks every 0.2 s), and helpers to steer and read the simulator."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-import kubesim
 from app.kube.apply import apply
 from app.kube.cache import Obj
 from app.kube.client import KubeClient, KubeSettings
 from app.kube.resources import Resource, request_json
 from app.kube.watching import EventType, Informer
+from kubesim import Cluster
 
 
 class Recorder:
@@ -89,7 +90,7 @@ class SimControl:
         return True
 
 
-async def _client(cluster: Any, path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeClient:
+async def _client(cluster: Cluster, path: Path, monkeypatch: pytest.MonkeyPatch) -> KubeClient:
     # Only the explicit kubeconfig may point anywhere: never a real cluster from the env.
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
@@ -98,21 +99,11 @@ async def _client(cluster: Any, path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 @pytest.fixture
-async def bare_cluster() -> AsyncIterator[Any]:
-    """An API server with no controllers: objects stay exactly as written."""
-    cluster = kubesim.Cluster(controllers=False, bookmark_interval=0.2)
-    await cluster.start()
-    try:
-        yield cluster
-    finally:
-        await cluster.stop()
-
-
-@pytest.fixture
 async def kube(
-    bare_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kube_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[KubeClient]:
-    client = await _client(bare_cluster, tmp_path / "kubeconfig", monkeypatch)
+    """aicp's client on an API server with no controllers: objects stay exactly as written."""
+    client = await _client(kube_cluster, tmp_path / "kubeconfig", monkeypatch)
     try:
         yield client
     finally:
@@ -121,22 +112,19 @@ async def kube(
 
 @pytest.fixture
 async def kube_with_controllers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kube_cluster_with_controllers: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[KubeClient]:
-    """A client on a full cluster: Kueue, Job controller, scheduler, kubelet, fake GPUs."""
-    cluster = kubesim.Cluster()
-    await cluster.start()
-    client = await _client(cluster, tmp_path / "kubeconfig", monkeypatch)
+    """aicp's client on a full cluster: Kueue, Job controller, scheduler, kubelet, fake GPUs."""
+    client = await _client(kube_cluster_with_controllers, tmp_path / "kubeconfig", monkeypatch)
     try:
         yield client
     finally:
         await client.close()
-        await cluster.stop()
 
 
 @pytest.fixture
-def sim(bare_cluster: Any) -> SimControl:
-    return SimControl(bare_cluster.url)
+def sim(kube_cluster: Cluster) -> SimControl:
+    return SimControl(kube_cluster.url)
 
 
 @pytest.fixture
