@@ -160,10 +160,12 @@ def apply(
     force: bool,
     api_version: str,
     merge: Any,
+    status_only: bool = False,
 ) -> Obj:
     """Server-side apply of `body` onto `current` (both full objects; `current` may be `{}` on
     create). Mutates `own`; returns the merged object. `merge(current, body)` is the merge to use
-    (JSON merge semantics without null deletion)."""
+    (JSON merge semantics without null deletion). `status_only`: an apply to `/status`, which
+    only declares (and only drops) status leaves; a main-resource apply never touches them."""
     me: Identity = (manager, "Apply")
     declared = leaves(body)
     conflicts = _conflicts(own, current, body, declared, me)
@@ -174,14 +176,16 @@ def apply(
         if not own[ident]:
             del own[ident]
     result: Obj = merge(current, body)
-    dropped = own.get(me, set()) - declared.keys()
+    mine = own.get(me, set())
+    in_scope = {p for p in mine if (p[0] == "status") == status_only}
+    dropped = in_scope - declared.keys()
     for path in dropped:
         shared = any(
             _overlaps(path, q) for ident, paths in own.items() if ident != me for q in paths
         )
         if not shared and not any(_overlaps(path, p) for p in declared):
             _remove_path(result, path)
-    own[me] = set(declared)
+    own[me] = (mine - in_scope) | set(declared)
     # Leaves the merge took from nobody in particular stay unowned; other owners' leaves whose
     # value the apply set equal stay shared, as in the real field manager.
     return result

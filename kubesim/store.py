@@ -418,7 +418,14 @@ class Store(DeletionMixin):
         own = {k: set(v) for k, v in self._owners.get(current.obj["metadata"]["uid"], {}).items()}
         base = clone(current.obj)
         new = fieldowners.apply(
-            own, base, declared, manager, force, rt.api_version, patching.merge_patch
+            own,
+            base,
+            declared,
+            manager,
+            force,
+            rt.api_version,
+            patching.merge_patch,
+            status_only=subresource == "status",
         )
         return self._replace(
             rt, current, new, manager=manager, subresource=subresource, ownership=own

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema  # type: ignore[import-untyped]
-import referencing
 from kubernetes_validate import utils as kv_utils
 
 from kubesim.model import Obj, ResourceType, invalid
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SCHEMA_VERSION = "1.37.0"
 _SCHEMA_DIR = f"kubernetes-json-schema/v{SCHEMA_VERSION}-local-strict"
@@ -27,46 +29,94 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-@cache
-def _definitions() -> referencing.Resource[Any]:
-    contents = kv_utils.schema_contents(f"{_SCHEMA_DIR}/_definitions.json", SCHEMA_VERSION)
-    return referencing.Resource.from_contents(contents)
+@dataclass(frozen=True)
+class Problem:
+    """One schema violation, whichever engine found it."""
+
+    path: list[str | int]
+    keyword: str  # "additionalProperties", "required", "type", …
+    message: str
 
 
 @cache
-def _validator(rt: ResourceType) -> Any:
-    """A Draft 2020-12 validator for `rt`, with the definitions registry resolved once."""
-    if rt.is_custom:
-        schema = json.loads((CUSTOM_SCHEMAS / f"{rt.plural}.json").read_text())
-    else:
-        group = rt.group.split(".")[0]
-        name = f"{rt.kind.lower()}-{group + '-' if group else ''}{rt.version}.json"
-        schema = kv_utils.schema_contents(f"{_SCHEMA_DIR}/{name}", SCHEMA_VERSION)
-    defs = _definitions()
-    registry: referencing.Registry[Any] = referencing.Registry().with_resource(
-        defs.id() or "/api/_definitions.json", defs
+def _definitions() -> dict[str, Any]:
+    defs: dict[str, Any] = kv_utils.schema_contents(
+        f"{_SCHEMA_DIR}/_definitions.json", SCHEMA_VERSION
     )
-    return jsonschema.Draft202012Validator(schema, registry=registry)
+    return defs
 
 
-def _field(error: Any) -> str:
-    parts = [str(p) if isinstance(p, str) else f"[{p}]" for p in error.absolute_path]
+def _schema(rt: ResourceType) -> dict[str, Any]:
+    if rt.is_custom:
+        custom: dict[str, Any] = json.loads((CUSTOM_SCHEMAS / f"{rt.plural}.json").read_text())
+        return custom
+    group = rt.group.split(".")[0]
+    name = f"{rt.kind.lower()}-{group + '-' if group else ''}{rt.version}.json"
+    builtin: dict[str, Any] = kv_utils.schema_contents(f"{_SCHEMA_DIR}/{name}", SCHEMA_VERSION)
+    return builtin
+
+
+_RS_KEYWORDS = {"AdditionalProperties": "additionalProperties", "Required": "required"}
+
+
+@cache
+def _validator(rt: ResourceType) -> Callable[[Obj], list[Problem]]:
+    """A Draft 2020-12 validator for `rt`, with the definitions registry resolved once.
+    Uses the Rust `jsonschema_rs` when it is installed (~100x faster: this is the apiserver's
+    hot path), else the pure-Python `jsonschema` that kubernetes-validate brings."""
+    schema, defs = _schema(rt), _definitions()
+    try:
+        import jsonschema_rs
+    except ImportError:
+        import jsonschema  # type: ignore[import-untyped]
+        import referencing
+
+        resource: referencing.Resource[Any] = referencing.Resource.from_contents(defs)
+        registry: referencing.Registry[Any] = referencing.Registry().with_resource(
+            defs["$id"], resource
+        )
+        slow = jsonschema.Draft202012Validator(schema, registry=registry)
+        return lambda obj: [
+            Problem(list(e.absolute_path), str(e.validator), e.message)
+            for e in slow.iter_errors(obj)
+        ]
+    fast = jsonschema_rs.validator_for(
+        schema, registry=jsonschema_rs.Registry([(defs["$id"], defs)])
+    )
+
+    def check(obj: Obj) -> list[Problem]:
+        if fast.is_valid(obj):
+            return []
+        return [
+            Problem(
+                list(e.instance_path),
+                _RS_KEYWORDS.get(type(e.kind).__name__, type(e.kind).__name__),
+                e.message,
+            )
+            for e in fast.iter_errors(obj)
+        ]
+
+    return check
+
+
+def _field(path: list[str | int]) -> str:
+    parts = [p if isinstance(p, str) else f"[{p}]" for p in path]
     return ".".join(parts).replace(".[", "[")
 
 
-def _cause(error: Any) -> dict[str, str]:
-    field = _field(error)
-    if error.validator == "additionalProperties":
-        extra = re.findall(r"'([^']+)' was unexpected", error.message) or [error.message]
+def _cause(problem: Problem) -> dict[str, str]:
+    field = _field(problem.path)
+    if problem.keyword == "additionalProperties":
+        extra = re.findall(r"'([^']+)' was unexpected", problem.message) or [problem.message]
         name = f"{field}.{extra[0]}" if field else extra[0]
         return {"reason": "FieldValueInvalid", "message": f'unknown field "{name}"', "field": name}
-    if error.validator == "required":
-        missing = re.findall(r"'([^']+)' is a required", error.message)
+    if problem.keyword == "required":
+        missing = re.findall(r"""["']([^"']+)["'] is a required""", problem.message)
         name = f"{field}.{missing[0]}" if field and missing else field or missing[0]
         return {"reason": "FieldValueRequired", "message": "Required value", "field": name}
     return {
         "reason": "FieldValueInvalid",
-        "message": f"Invalid value: {error.message}",
+        "message": f"Invalid value: {problem.message}",
         "field": field,
     }
 
@@ -102,8 +152,8 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
 
 def validate(rt: ResourceType, obj: Obj) -> None:
     """Raise 422 Invalid (with causes) unless `obj` is a valid `rt` object."""
-    errors = sorted(_validator(rt).iter_errors(obj), key=lambda e: list(map(str, e.absolute_path)))
-    causes = [_cause(e) for e in errors[:10]] + _semantic(rt, obj)
+    problems = sorted(_validator(rt)(obj), key=lambda p: [str(x) for x in p.path])
+    causes = [_cause(p) for p in problems[:10]] + _semantic(rt, obj)
     if causes:
         raise invalid(rt, str(obj.get("metadata", {}).get("name", "")), causes)
 
