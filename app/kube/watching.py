@@ -238,7 +238,7 @@ class Informer:
         """
         # client-go's habit: a random timeout in [t, 2t) so that many watchers do not all
         # reconnect at the same moment.
-        timeout = int(self.watch_timeout * (1 + random.random()))
+        timeout = max(1, int(self.watch_timeout * (1 + random.random())))
         query: dict[str, Any] = {
             "watch": True,
             "allow_watch_bookmarks": True,

@@ -251,3 +251,21 @@ async def test_a_failing_handler_does_not_stop_the_others_or_the_informer(
         assert informer.get(namespace, "two") is not None
     finally:
         await informer.stop()
+
+
+async def test_when_the_server_ends_a_watch_at_its_timeout_the_informer_watches_on(
+    kube: KubeClient, namespace: str, sim: SimControl
+) -> None:
+    ended_before = restarts("Job", "ended")
+    informer = managed_jobs(kube, watch_timeout=0.5)  # timeoutSeconds=1
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        await wait_until(
+            lambda: restarts("Job", "ended") > ended_before, timeout=5, message="a timed-out watch"
+        )
+        await apply(kube, job_manifest("later", namespace))
+        await wait_until(lambda: informer.get(namespace, "later"), timeout=5)
+        assert await sim.list_count("jobs") == 1
+    finally:
+        await informer.stop()
