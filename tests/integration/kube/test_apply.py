@@ -240,3 +240,13 @@ async def test_a_metadata_only_apply_under_a_second_manager_keeps_the_first_mana
     assert stored["metadata"]["labels"]["aicp.dev/uid"] == "uid-j"
     assert stored["spec"]["suspend"] is True
     assert stored["spec"]["template"]["spec"]["containers"][0]["name"] == "main"
+
+
+async def test_reapplying_an_unchanged_manifest_changes_nothing_on_the_server(
+    kube: KubeClient,
+) -> None:
+    await apply(kube, namespace_manifest("aicp-same"))
+    first = await apply(kube, job_manifest("j", "aicp-same"))
+    again = await apply(kube, job_manifest("j", "aicp-same"))
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+    assert again["metadata"]["generation"] == 1
