@@ -4,8 +4,10 @@ timeouts, selector transitions, DELETED with the delete's resourceVersion."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -175,3 +177,40 @@ async def test_the_in_process_watch_sees_the_same_events(kube_cluster, kube_api)
     first = await asyncio.wait_for(anext(stream), 2)
     await stream.aclose()
     assert (first.type, first.object["metadata"]["name"]) == ("ADDED", "a")
+
+
+@pytest.mark.parametrize("kube_cluster_options", [{"watch_queue_size": 3}])
+async def test_a_watcher_that_falls_too_far_behind_is_cut_off_with_410(kube_cluster):
+    store = kube_cluster.store
+    pods = store.resource("", "pods")
+    url = (
+        f"{kube_cluster.url}/api/v1/namespaces/default/pods?watch=1"
+        f"&resourceVersion={store.resource_version}&timeoutSeconds=10"
+    )
+    async with aiohttp.ClientSession() as session, session.get(url) as resp:
+        # The watcher is registered before the headers are sent; these writes all land in its
+        # queue before the stream gets a chance to run, overflowing it.
+        for i in range(10):
+            store.create(pods, pod(f"p{i}"), manager="test")
+        lines = [json.loads(line) async for line in resp.content if line.strip()]
+    assert [line["type"] for line in lines] == ["ERROR"]
+    assert lines[0]["object"]["code"] == 410
+
+
+async def test_send_initial_events_ends_the_initial_state_with_an_annotated_bookmark(
+    kube_cluster, kube_api
+):
+    await client.CoreV1Api(kube_api).create_namespaced_pod("default", pod("a"))
+    lines = await watch_lines(
+        f"{kube_cluster.url}/api/v1/namespaces/default/pods?watch=1&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=0.1"
+    )
+    assert [line["type"] for line in lines[:2]] == ["ADDED", "BOOKMARK"]
+    assert lines[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_pod_logs_come_from_what_the_kubelet_recorded(kube_cluster, kube_api):
+    core = client.CoreV1Api(kube_api)
+    await core.create_namespaced_pod("default", pod("a"))
+    kube_cluster.store.set_pod_log("default", "a", "epoch 1\nepoch 2\n")
+    assert await core.read_namespaced_pod_log("a", "default") == "epoch 1\nepoch 2\n"
