@@ -13,6 +13,7 @@ from app.api.idempotency import respond_once
 from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
 from app.api.pools import raise_violations
 from app.api.preconditions import etag, expected_generation
+from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import WorkloadSpec
 from app.domain.states import Role, WorkloadState
 from app.domain.validation import check_workload
@@ -23,10 +24,15 @@ from app.store.db import Connection
 PATH = "/projects/{project:str}/workloads"
 ONE = PATH + "/{name:str}"
 NamePath = Parameter(description="Workload name", examples=[])
-# `state` is a reserved handler argument in Litestar (the application state), hence the alias.
+# `state` is a reserved handler argument in Litestar (the application state), hence the alias;
+# the value is checked here so a bad one is reported under its query name, `state`.
 StateFilter = Annotated[
-    WorkloadState | None,
-    QueryParameter(name="state", description="Only workloads in this state"),
+    str | None,
+    QueryParameter(
+        name="state",
+        description="Only workloads in this state",
+        schema_extra={"enum": [state.value for state in WorkloadState]},
+    ),
 ]
 PoolFilter = Annotated[
     str | None, Parameter(max_length=30, description="Only workloads of this compute pool")
@@ -35,6 +41,13 @@ PoolFilter = Annotated[
 
 def workload_location(project: str, name: str) -> str:
     return f"/api/v1/projects/{project}/workloads/{name}"
+
+
+def _state(value: str | None) -> str | None:
+    if value is None or value in WorkloadState.__members__:
+        return value
+    allowed = ", ".join(WorkloadState)
+    raise ValidationFailed([FieldError("state", f"must be one of {allowed}")])
 
 
 def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResource]:
@@ -86,7 +99,7 @@ async def list_workloads(
         items, position = await workloads.page(
             conn,
             caller.require_project(),
-            state=None if state_filter is None else state_filter.value,
+            state=_state(state_filter),
             compute_pool=compute_pool,
             after=after,
             limit=limit,
