@@ -7,7 +7,7 @@ import asyncio
 from app.kube.apply import apply, delete
 from app.kube.client import KubeClient
 from app.kube.metrics import WATCH_RESTARTS
-from app.kube.resources import JOBS
+from app.kube.resources import JOBS, request_json
 from app.kube.watching import Backoff, Informer
 from tests.integration.kube.conftest import Recorder, SimControl, job_manifest
 from tests.support.waiting import wait_until
@@ -270,5 +270,30 @@ async def test_when_the_server_ends_a_watch_at_its_timeout_the_informer_watches_
         await apply(kube, job_manifest("later", namespace))
         await wait_until(lambda: informer.get(namespace, "later"), timeout=5)
         assert await sim.list_count("jobs") == 1
+    finally:
+        await informer.stop()
+
+
+async def test_a_job_whose_managed_by_label_is_removed_by_hand_leaves_the_cache_as_deleted(
+    kube: KubeClient, namespace: str
+) -> None:
+    await apply(kube, job_manifest("relabelled", namespace))
+    informer = managed_jobs(kube)
+    events = Recorder(informer)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        await request_json(
+            JOBS.method(kube, "patch", namespace, "relabelled")(
+                {"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}},
+                _content_type="application/merge-patch+json",
+                _preload_content=False,
+            )
+        )
+        await wait_until(
+            lambda: ("DELETED", "relabelled") in events.seen(), timeout=5, message="DELETED"
+        )
+        assert informer.get(namespace, "relabelled") is None
+        assert informer.by_label("aicp.dev/uid", "uid-relabelled") == []
     finally:
         await informer.stop()
