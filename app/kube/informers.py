@@ -11,7 +11,8 @@
 | ClusterQueue | `app.kubernetes.io/managed-by=aicp` (usage for the pools' status)    |
 
 Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
-`kueue.x-k8s.io/job-uid`, Pods by `batch.kubernetes.io/job-name`.
+`kueue.x-k8s.io/job-uid` (the Job's uid), Pods by `batch.kubernetes.io/controller-uid` (the
+Job's uid: unique, unlike a name) and `batch.kubernetes.io/job-name`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MANAGED_BY = "app.kubernetes.io/managed-by=aicp"
 MANAGED_NAMESPACE_PREFIX = "aicp-"
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
 
 def in_managed_namespace(obj: Obj) -> bool:
@@ -68,6 +70,7 @@ class Informers:
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
+        self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)
 
     @property
     def all(self) -> tuple[Informer, ...]:

@@ -76,6 +76,7 @@ async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
             message="the job's pod",
         )
         assert pods[0]["metadata"]["labels"]["aicp.dev/uid"] == "uid-train"
+        assert informers.pods.by_label("batch.kubernetes.io/controller-uid", uid) == pods
         assert informers.jobs.by_label("aicp.dev/uid", "uid-train")[0]["metadata"]["uid"] == uid
         await wait_until(lambda: informers.cluster_queues.get(None, "aicp-team-gpu"), timeout=10)
         assert kinds_seen >= {"Node", "Job", "Workload", "Pod", "ClusterQueue"}
