@@ -189,25 +189,3 @@ def apply(
     # Leaves the merge took from nobody in particular stay unowned; other owners' leaves whose
     # value the apply set equal stay shared, as in the real field manager.
     return result
-
-
-def managed_fields(own: Ownership, time: str, api_version: str) -> list[dict[str, Any]]:
-    """A readable stand-in for `metadata.managedFields` (fieldsType `FieldsV1`-like paths)."""
-    out = []
-    for (manager, operation), paths in sorted(own.items()):
-        fields: dict[str, Any] = {}
-        for path in sorted(paths):
-            cur = fields
-            for part in path:
-                cur = cur.setdefault("f:" + part, {})
-        out.append(
-            {
-                "manager": manager,
-                "operation": operation,
-                "apiVersion": api_version,
-                "time": time,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": fields,
-            }
-        )
-    return out
