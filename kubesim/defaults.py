@@ -7,8 +7,54 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.model import Obj, ResourceType, StoreError, invalid
+from kubesim.tables import clone
 
 JOB_MUTABLE_TEMPLATE_FIELDS = ("nodeSelector", "affinity", "tolerations", "schedulingGates")
+
+
+_SYSTEM_META = (
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "namespace",
+    "name",
+)
+
+
+def normalise(rt: ResourceType, obj: Obj) -> Obj:
+    """apiVersion and kind first (the stored encoding relies on it)."""
+    rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    out: Obj = {"apiVersion": rt.api_version, "kind": rt.kind, **rest}
+    out.setdefault("metadata", {})
+    return out
+
+
+def compose_write(rt: ResourceType, old: Obj, new: Obj, subresource: str | None) -> Obj:
+    """The object a write produces: system metadata kept, and either only status
+    (`/status`) or everything but status (main resource) taken from `new`."""
+    if subresource == "status":
+        out = clone(old)
+        if "status" in new:
+            out["status"] = new["status"]
+        else:
+            out.pop("status", None)
+        return out
+    out = normalise(rt, new)
+    meta = out["metadata"]
+    for field in _SYSTEM_META:
+        if field in old["metadata"]:
+            meta[field] = old["metadata"][field]
+        else:
+            meta.pop(field, None)
+    meta.pop("managedFields", None)
+    if rt.has_status:
+        if "status" in old:
+            out["status"] = clone(old)["status"]
+        else:
+            out.pop("status", None)
+    return out
 
 
 def prepare_create(rt: ResourceType, obj: Obj) -> None:

@@ -24,11 +24,19 @@ in resourceVersion order).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from kubesim import fieldowners, patching
+from kubesim import fieldowners
+from kubesim.applying import PatchMixin
 from kubesim.clock import Clock
-from kubesim.defaults import check_finalizers, check_job_update, prepare_create, spec_changed
+from kubesim.defaults import (
+    check_finalizers,
+    check_job_update,
+    compose_write,
+    normalise,
+    prepare_create,
+    spec_changed,
+)
 from kubesim.deletion import DeletionMixin
 from kubesim.model import (
     AdmissionHook,
@@ -70,18 +78,9 @@ __all__ = [
 ]
 
 MUST_SPECIFY_RV = "Invalid value: 0x0: must be specified for an update"
-_SYSTEM_META = (
-    "uid",
-    "creationTimestamp",
-    "generation",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "namespace",
-    "name",
-)
 
 
-class Store(DeletionMixin):
+class Store(PatchMixin, DeletionMixin):
     """In-memory registry of every served resource (see module docstring)."""
 
     def __init__(self, clock: Clock | None = None, *, history_size: int = 20_000) -> None:
@@ -169,13 +168,6 @@ class Store(DeletionMixin):
         for hook in self._hooks.get(rt.key, ()):
             hook(op, new, old)
 
-    def _normalise(self, rt: ResourceType, obj: Obj) -> Obj:
-        """apiVersion and kind first (the stored encoding relies on it)."""
-        rest = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-        out: Obj = {"apiVersion": rt.api_version, "kind": rt.kind, **rest}
-        out.setdefault("metadata", {})
-        return out
-
     def _commit(
         self,
         rt: ResourceType,
@@ -202,7 +194,7 @@ class Store(DeletionMixin):
     def _create(
         self, rt: ResourceType, obj: Obj, *, manager: str, ownership: fieldowners.Ownership | None
     ) -> Obj:
-        obj = self._normalise(rt, obj)
+        obj = normalise(rt, obj)
         meta = obj["metadata"]
         table = self.tables[rt.key]
         if rt.namespaced:
@@ -273,31 +265,6 @@ class Store(DeletionMixin):
             ).about(rt, name)
         return self._replace(rt, current, clone(obj), manager=manager, subresource=subresource)
 
-    def _compose(self, rt: ResourceType, old: Obj, new: Obj, subresource: str | None) -> Obj:
-        """The object a write produces: system metadata kept, and either only status
-        (`/status`) or everything but status (main resource) taken from `new`."""
-        if subresource == "status":
-            out = clone(old)
-            if "status" in new:
-                out["status"] = new["status"]
-            else:
-                out.pop("status", None)
-            return out
-        out = self._normalise(rt, new)
-        meta = out["metadata"]
-        for field in _SYSTEM_META:
-            if field in old["metadata"]:
-                meta[field] = old["metadata"][field]
-            else:
-                meta.pop(field, None)
-        meta.pop("managedFields", None)
-        if rt.has_status:
-            if "status" in old:
-                out["status"] = clone(old)["status"]
-            else:
-                out.pop("status", None)
-        return out
-
     def _replace(
         self,
         rt: ResourceType,
@@ -315,7 +282,7 @@ class Store(DeletionMixin):
         expected = (new.get("metadata") or {}).get("resourceVersion")
         if expected and expected != old["metadata"]["resourceVersion"]:
             raise conflict(rt, name)
-        result = self._compose(rt, old, new, subresource)
+        result = compose_write(rt, old, new, subresource)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if subresource is None:
             self._admit(rt, "UPDATE", result, clone(old))
@@ -337,99 +304,6 @@ class Store(DeletionMixin):
         if old["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
             return self._remove(rt, key, result)
         return self._commit(rt, key, result, old, "MODIFIED")
-
-    def patch(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        name: str,
-        body: Any,
-        *,
-        content_type: str,
-        manager: str,
-        force: bool = False,
-        subresource: str | None = None,
-    ) -> Obj:
-        """merge-patch, json-patch, strategic-merge (built-ins only) or server-side apply."""
-        ctype = content_type.split(";")[0].strip().lower()
-        if ctype not in patching.PATCH_TYPES or (ctype == patching.STRATEGIC and rt.is_custom):
-            accepted = ", ".join(
-                t for t in patching.PATCH_TYPES if not (rt.is_custom and t == patching.STRATEGIC)
-            )
-            raise StoreError(
-                415,
-                "UnsupportedMediaType",
-                "the body of the request was in an unknown format - accepted media types include: "
-                + accepted,
-            )
-        if force and ctype != patching.APPLY:
-            raise StoreError(
-                422, "Invalid", "force: Forbidden: may not be specified for non-apply patch"
-            )
-        current = self.tables[rt.key].get(self._key(rt, namespace, name))
-        if ctype == patching.APPLY:
-            return self._apply(rt, namespace, name, body, current, manager, force, subresource)
-        if current is None:
-            raise not_found(rt, name)
-        base = clone(current.obj)
-        if ctype == patching.MERGE:
-            new = patching.merge_patch(base, body)
-        elif ctype == patching.JSON_PATCH:
-            new = patching.json_patch(base, body)
-        else:
-            new = patching.strategic_merge(base, body)
-        if not isinstance(new, dict):
-            raise StoreError(400, "BadRequest", "patch did not produce an object")
-        return self._replace(rt, current, new, manager=manager, subresource=subresource)
-
-    def _apply(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        name: str,
-        body: Any,
-        current: Stored | None,
-        manager: str,
-        force: bool,
-        subresource: str | None,
-    ) -> Obj:
-        if not isinstance(body, dict):
-            raise StoreError(400, "BadRequest", "apply patch body must be an object")
-        meta = body.get("metadata") or {}
-        if "managedFields" in meta:
-            raise StoreError(400, "BadRequest", "metadata.managedFields must be nil")
-        declared = clone(body)
-        declared.setdefault("metadata", {})
-        declared["metadata"]["name"] = name
-        if rt.namespaced:
-            declared["metadata"]["namespace"] = namespace
-        if subresource == "status":
-            declared = {"metadata": declared["metadata"], "status": declared.get("status", {})}
-        else:
-            declared.pop("status", None)
-        if current is None:
-            if subresource is not None or meta.get("resourceVersion"):
-                raise not_found(rt, name)
-            own: fieldowners.Ownership = {}
-            obj = fieldowners.apply(
-                own, {}, declared, manager, force, rt.api_version, patching.merge_patch
-            )
-            return self._create(rt, obj, manager=manager, ownership=own)
-        own = {k: set(v) for k, v in self._owners.get(current.obj["metadata"]["uid"], {}).items()}
-        base = clone(current.obj)
-        new = fieldowners.apply(
-            own,
-            base,
-            declared,
-            manager,
-            force,
-            rt.api_version,
-            patching.merge_patch,
-            status_only=subresource == "status",
-        )
-        return self._replace(
-            rt, current, new, manager=manager, subresource=subresource, ownership=own
-        )
 
     # ---- watch -------------------------------------------------------------------------------
 
