@@ -132,7 +132,8 @@ class KubeClient:
         return str(self.api.configuration.host)
 
     async def close(self) -> None:
-        """Close the HTTP session (open watches are cut)."""
+        """Close the HTTP session. Stop the informers first: a watch whose session is closed
+        under it fails with aiohttp's "Session is closed" instead of ending cleanly."""
         await self.api.close()
 
     async def __aenter__(self) -> KubeClient:
