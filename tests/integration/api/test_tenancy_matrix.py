@@ -1,0 +1,212 @@
+"""Tenancy and auth across every endpoint of the API (API.md "Authentication and tenancy").
+
+- a token of another project gets 404 on everything under `/projects/research`, as if the
+  project did not exist;
+- a viewer (and an editor, where admin is needed) that writes gets 403 naming the role;
+- no token, a malformed, unknown, expired or revoked one gets 401 with `WWW-Authenticate`;
+- a revocation made through one replica holds on another replica's next request.
+
+Each table runs against one service; a failure names the endpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import httpx
+
+from app.main import Service
+from tests.integration.api.pool_workload_setup import (
+    CLASS,
+    POOL,
+    QUOTA,
+    project_with_pool,
+    workload,
+)
+from tests.support.api_client import Api, bearer
+from tests.support.pg_fixtures import service_settings
+
+P = "/api/v1/projects/research"
+BINDING = {"resource_name": "nvidia.com/gpu", "flavor": "a100", "node_labels": {}}
+POOL_BODY = {"name": "second-pool", "accelerator_class": CLASS, "quota": QUOTA}
+
+Call = tuple[str, str, Any]
+
+
+def project_calls(token_id: str) -> list[Call]:
+    """Every endpoint scoped to the project `research` (method, path, json body)."""
+    return [
+        ("GET", P, None),
+        ("DELETE", P, None),
+        ("POST", f"{P}/tokens", {"name": "ci", "role": "viewer"}),
+        ("GET", f"{P}/tokens", None),
+        ("DELETE", f"{P}/tokens/{token_id}", None),
+        ("POST", f"{P}/compute-pools", POOL_BODY),
+        ("GET", f"{P}/compute-pools", None),
+        ("GET", f"{P}/compute-pools/{POOL}", None),
+        ("PATCH", f"{P}/compute-pools/{POOL}", {"quota": QUOTA}),
+        ("DELETE", f"{P}/compute-pools/{POOL}", None),
+        ("GET", f"{P}/compute-pools/{POOL}/events", None),
+        ("POST", f"{P}/workloads", workload("new-one")),
+        ("GET", f"{P}/workloads", None),
+        ("GET", f"{P}/workloads/train-7b", None),
+        ("PUT", f"{P}/workloads/train-7b", workload()),
+        ("DELETE", f"{P}/workloads/train-7b", None),
+        ("GET", f"{P}/workloads/train-7b/events", None),
+    ]
+
+
+GLOBAL_CALLS: list[Call] = [
+    ("POST", "/api/v1/projects", {"name": "another"}),
+    ("GET", "/api/v1/projects", None),
+    ("PUT", "/api/v1/accelerator-bindings/a100", BINDING),
+    ("GET", "/api/v1/accelerator-bindings", None),
+    ("GET", f"/api/v1/accelerator-bindings/{CLASS}", None),
+    ("DELETE", f"/api/v1/accelerator-bindings/{CLASS}", None),
+]
+
+# The least role each project-scoped write needs ("platform-admin": project tokens never may).
+WRITE_ROLE = {
+    ("DELETE", P): "platform-admin",
+    ("POST", f"{P}/tokens"): "admin",
+    ("GET", f"{P}/tokens"): "admin",
+    ("DELETE", f"{P}/tokens/"): "admin",
+    ("POST", f"{P}/compute-pools"): "admin",
+    ("PATCH", f"{P}/compute-pools/"): "admin",
+    ("DELETE", f"{P}/compute-pools/"): "admin",
+    ("POST", f"{P}/workloads"): "editor",
+    ("PUT", f"{P}/workloads/"): "editor",
+    ("DELETE", f"{P}/workloads/"): "editor",
+}
+
+
+def needed_role(method: str, path: str) -> str | None:
+    """The role a call needs per API.md; None for reads any member may make."""
+    for (m, prefix), role in WRITE_ROLE.items():
+        if m == method and (
+            path == prefix
+            or (
+                prefix.endswith("/")
+                and path.startswith(prefix)
+                and path.count("/") == prefix.count("/")
+            )
+        ):
+            return role
+    return None
+
+
+async def _world(api: Api) -> dict[str, str]:
+    """Projects `research` (pool, workload) and `other`; tokens of each role; returns them."""
+    await project_with_pool(api)
+    response = await api.client.post(f"{P}/workloads", json=workload())
+    assert response.status_code == 202, response.text
+    await api.create_project("other")
+    tokens = {
+        role: await api.create_token("research", role=role)
+        for role in ("viewer", "editor", "admin")
+    }
+    tokens["other-admin"] = await api.create_token("other", role="admin")
+    listed = (await api.client.get(f"{P}/tokens")).json()["items"]
+    tokens["victim-id"] = next(t["id"] for t in listed if t["name"] == "viewer-token")
+    return tokens
+
+
+async def _call(client: httpx.AsyncClient, call: Call, **kwargs: Any) -> httpx.Response:
+    method, path, body = call
+    return await client.request(method, path, json=body, **kwargs)
+
+
+async def test_another_projects_token_gets_404_on_every_project_endpoint(api: Api) -> None:
+    tokens = await _world(api)
+    async with api.as_token(tokens["other-admin"]) as stranger:
+        for call in project_calls(tokens["victim-id"]):
+            response = await _call(stranger, call)
+            assert response.status_code == 404, (call[:2], response.text)
+            assert response.json()["type"] == "https://aicp.dev/problems/not-found", call[:2]
+            # Indistinguishable from a project that does not exist at all.
+            ghost_call = (call[0], call[1].replace("/research", "/ghost"), call[2])
+            ghost = await _call(stranger, ghost_call)
+            assert ghost.status_code == 404
+            assert response.text.replace("research", "ghost") == ghost.text, call[:2]
+        listed = (await stranger.get("/api/v1/projects")).json()["items"]
+        assert [p["name"] for p in listed] == ["other"]
+    # Nothing changed for the real members.
+    assert (await api.client.get(f"{P}/workloads/train-7b")).json()["generation"] == 1
+
+
+async def test_roles_too_low_to_write_get_403_naming_the_role_and_reads_succeed(
+    api: Api,
+) -> None:
+    tokens = await _world(api)
+    for role in ("viewer", "editor"):
+        async with api.as_token(tokens[role]) as member:
+            for call in project_calls(tokens["victim-id"]) + GLOBAL_CALLS:
+                method, path, _ = call
+                needed = needed_role(method, path)
+                if path.startswith("/api/v1/accelerator-bindings") or path == "/api/v1/projects":
+                    needed = "platform-admin" if method != "GET" else None
+                response = await _call(member, call)
+                rank = {"viewer": 0, "editor": 1, "admin": 2, "platform-admin": 3}
+                if needed is not None and rank[needed] > rank[role]:
+                    assert response.status_code == 403, (role, call[:2], response.text)
+                    assert response.json()["type"] == "https://aicp.dev/problems/forbidden"
+                    assert response.json()["required_role"] == needed, (role, call[:2])
+                elif method == "GET":
+                    assert response.status_code == 200, (role, call[:2], response.text)
+
+
+async def test_missing_malformed_unknown_expired_and_revoked_tokens_get_401_everywhere(
+    api: Api, database_url: str
+) -> None:
+    tokens = await _world(api)
+    expired = await api.create_token("research", role="admin", name="expired")
+    revoked = await api.create_token("research", role="admin", name="revoked")
+    conn = await asyncpg.connect(database_url)
+    try:
+        # Expiry is at least a day in the API; move this token's expiry into the past.
+        await conn.execute(
+            "UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'expired'"
+        )
+    finally:
+        await conn.close()
+    listed = (await api.client.get(f"{P}/tokens")).json()["items"]
+    revoked_id = next(t["id"] for t in listed if t["name"] == "revoked")
+    assert (await api.client.delete(f"{P}/tokens/{revoked_id}")).status_code == 204
+
+    credentials: dict[str, dict[str, str]] = {
+        "none": {},
+        "not bearer": {"Authorization": f"Basic {tokens['admin']}"},
+        "empty bearer": {"Authorization": "Bearer"},
+        "unknown": bearer("aicp_" + "x" * 43),
+        "not an aicp token": bearer("hello"),
+        "expired": bearer(expired),
+        "revoked": bearer(revoked),
+    }
+    async with httpx.AsyncClient(base_url=api.client.base_url, timeout=30) as anonymous:
+        for label, headers in credentials.items():
+            for call in project_calls(tokens["victim-id"]) + GLOBAL_CALLS:
+                response = await _call(anonymous, call, headers=headers)
+                assert response.status_code == 401, (label, call[:2], response.text)
+                assert response.headers["www-authenticate"].startswith("Bearer"), label
+                assert response.json()["type"] == "https://aicp.dev/problems/unauthorized"
+
+
+async def test_a_revocation_through_one_replica_holds_on_another_at_the_next_request(
+    api: Api, database_url: str
+) -> None:
+    await project_with_pool(api)
+    token = await api.create_token("research", role="viewer", name="laptop")
+    second = Service(service_settings(database_url))
+    await second.start()
+    try:
+        async with httpx.AsyncClient(base_url=second.url, headers=bearer(token)) as replica:
+            assert (await replica.get(f"{P}/workloads")).status_code == 200
+            listed = (await api.client.get(f"{P}/tokens")).json()["items"]
+            token_id = next(t["id"] for t in listed if t["name"] == "laptop")
+            assert (await api.client.delete(f"{P}/tokens/{token_id}")).status_code == 204
+            refused = await replica.get(f"{P}/workloads")
+            assert refused.status_code == 401
+            assert refused.json()["type"] == "https://aicp.dev/problems/unauthorized"
+    finally:
+        await second.stop()
