@@ -179,3 +179,47 @@ def check_finalizers(rt: ResourceType, old: Obj, new: Obj) -> None:
                 }
             ],
         ).about(rt, old["metadata"]["name"])
+
+
+def _true(status: Obj, kind: str) -> bool:
+    return any(
+        c.get("type") == kind and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
+
+
+def check_job_status(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """The Job /status rules the apiserver enforces (JobManagedBy-era validation): terminal
+    conditions take two steps and never go away; `succeeded`/`failed` never decrease."""
+    if rt.plural != "jobs":
+        return
+    before, after = old.get("status") or {}, new.get("status") or {}
+    causes = []
+    for kind in ("Complete", "Failed"):
+        if _true(before, kind) and not _true(after, kind):
+            causes.append(_status_cause("status.conditions", f"cannot unset the {kind} condition"))
+    if _true(after, "Complete") and not _true(before, "Complete"):
+        if not _true(after, "SuccessCriteriaMet"):
+            causes.append(
+                _status_cause(
+                    "status.conditions", "cannot set Complete=True without SuccessCriteriaMet=True"
+                )
+            )
+        if not after.get("completionTime"):
+            causes.append(
+                _status_cause(
+                    "status.completionTime", "completionTime is required for a complete Job"
+                )
+            )
+    if _true(after, "Failed") and not _true(before, "Failed") and not _true(after, "FailureTarget"):
+        causes.append(
+            _status_cause("status.conditions", "cannot set Failed=True without FailureTarget=True")
+        )
+    for counter in ("succeeded", "failed"):
+        if (after.get(counter) or 0) < (before.get(counter) or 0):
+            causes.append(_status_cause(f"status.{counter}", "cannot decrease"))
+    if causes:
+        raise invalid(rt, old["metadata"]["name"], causes)
+
+
+def _status_cause(field: str, message: str) -> dict[str, str]:
+    return {"reason": "FieldValueInvalid", "message": f"Invalid value: {message}", "field": field}

@@ -31,6 +31,7 @@ from kubesim.applying import PatchMixin
 from kubesim.clock import Clock
 from kubesim.defaults import (
     check_finalizers,
+    check_job_status,
     check_job_update,
     compose_write,
     normalise,
@@ -288,6 +289,8 @@ class Store(PatchMixin, DeletionMixin):
             self._admit(rt, "UPDATE", result, clone(old))
             check_job_update(rt, old, result)
             check_finalizers(rt, old, result)
+        else:
+            check_job_status(rt, old, result)
         if self.validation_enabled:
             validate(rt, result)
         if spec_changed(old, result):

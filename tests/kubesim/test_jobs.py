@@ -88,3 +88,59 @@ async def test_an_admission_hook_mutates_jobs_created_over_http(kube_cluster, ku
     store.add_admission_hook(store.resource("batch", "jobs"), suspend_on_create)
     created = await client.BatchV1Api(kube_api).create_namespaced_job("default", job("a"))
     assert created.spec.suspend is True
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param(
+            {
+                "conditions": [{"type": "Complete", "status": "True"}],
+                "completionTime": "2026-01-01T00:00:00Z",
+            },
+            id="complete-without-success-criteria",
+        ),
+        pytest.param(
+            {
+                "conditions": [
+                    {"type": "SuccessCriteriaMet", "status": "True"},
+                    {"type": "Complete", "status": "True"},
+                ]
+            },
+            id="complete-without-completion-time",
+        ),
+        pytest.param(
+            {"conditions": [{"type": "Failed", "status": "True"}]},
+            id="failed-without-failure-target",
+        ),
+    ],
+)
+async def test_a_job_cannot_jump_to_a_terminal_state(kube_api, status):
+    batch = client.BatchV1Api(kube_api)
+    await batch.create_namespaced_job("default", job("a"))
+    with pytest.raises(ApiException) as err:
+        await batch.patch_namespaced_job_status(
+            "a", "default", {"status": status}, _content_type=MERGE
+        )
+    assert err.value.status == 422
+
+
+async def test_terminal_conditions_and_counters_never_go_back(kube_api):
+    batch = client.BatchV1Api(kube_api)
+    await batch.create_namespaced_job("default", job("a"))
+    done = {
+        "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True"},
+            {"type": "Complete", "status": "True"},
+        ],
+        "completionTime": "2026-01-01T00:00:00Z",
+        "startTime": "2026-01-01T00:00:00Z",
+        "succeeded": 1,
+    }
+    await batch.patch_namespaced_job_status("a", "default", {"status": done}, _content_type=MERGE)
+    for undo in ({"conditions": []}, {"succeeded": 0}):
+        with pytest.raises(ApiException) as err:
+            await batch.patch_namespaced_job_status(
+                "a", "default", {"status": undo}, _content_type=MERGE
+            )
+        assert err.value.status == 422
