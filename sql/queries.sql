@@ -369,7 +369,173 @@ WHERE kind = $1 AND resource_id = $2 AND id < $3
 ORDER BY id DESC
 LIMIT $4;
 
--- ===== section: reconciler =====
+-- ===== section: reconcile steps =====
+-- app/store/reconciling.py: what the project, pool and workload steps read and write.
+-- Fenced statements follow app/reconcile/fencing.py: $1 owner, $2 epoch, then their own
+-- parameters. Status writes answer two questions in one statement: is the lease still ours
+-- (`held`; false means drop the resource) and did the row take the write (`written`; false
+-- means the row moved on to a newer generation or a deletion, and the step runs again).
+
+-- name: steps_project_load
+SELECT id, name, generation, observed_generation, state, state_reason, observed,
+       deletion_requested_at
+FROM projects
+WHERE id = $1;
+
+-- name: steps_pool_load
+-- The pool with what rendering needs: its project's name and its accelerator binding.
+SELECT c.id, c.project_id, c.name, c.accelerator_class, c.spec, c.generation,
+       c.observed_generation, c.state, c.state_reason, c.observed, c.deletion_requested_at,
+       p.name AS project_name, p.observed_generation AS project_observed_generation,
+       b.resource_name, b.flavor, b.node_labels, b.tolerations, b.description
+FROM compute_pools c
+JOIN projects p ON p.id = c.project_id
+JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
+WHERE c.id = $1;
+
+-- name: steps_workload_load
+-- The workload with its project's and pool's names, whether both have been reconciled at
+-- least once (the namespace and the LocalQueue exist), and the binding's resource name.
+SELECT w.id, w.project_id, w.pool_id, w.name, w.spec, w.generation, w.observed_generation,
+       w.state, w.state_reason, w.observed, w.deletion_requested_at, w.created_at,
+       p.name AS project_name, p.observed_generation AS project_observed_generation,
+       c.name AS pool_name, c.observed_generation AS pool_observed_generation,
+       b.resource_name AS accelerator_resource
+FROM workloads w
+JOIN projects p ON p.id = w.project_id
+JOIN compute_pools c ON c.id = w.pool_id
+JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
+WHERE w.id = $1;
+
+-- name: steps_pool_routes
+-- Every pool's ClusterQueue address (project and pool name), for routing informer events.
+SELECT c.id, p.name AS project_name, c.name AS pool_name
+FROM compute_pools c
+JOIN projects p ON p.id = c.project_id;
+
+-- name: steps_project_set_status
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+WITH
+-- the caller's lease, if it is still live
+lease AS (
+    SELECT 1 FROM leases l
+    WHERE l.kind = 'project' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
+      AND l.expires_at > now()
+),
+-- the write, only onto the generation it was computed from and never over a deletion
+updated AS (
+    UPDATE projects p
+    SET state = $5, state_reason = $6, observed = $7, observed_generation = $4,
+        updated_at = now()
+    WHERE p.id = $3 AND p.generation = $4 AND p.deletion_requested_at IS NULL
+      AND EXISTS (SELECT 1 FROM lease)
+    RETURNING p.id
+)
+SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
+
+-- name: steps_pool_set_status
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+WITH
+-- the caller's lease, if it is still live
+lease AS (
+    SELECT 1 FROM leases l
+    WHERE l.kind = 'pool' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
+      AND l.expires_at > now()
+),
+-- the write, only onto the generation it was computed from and never over a deletion
+updated AS (
+    UPDATE compute_pools c
+    SET state = $5, state_reason = $6, observed = $7, observed_generation = $4,
+        updated_at = now()
+    WHERE c.id = $3 AND c.generation = $4 AND c.deletion_requested_at IS NULL
+      AND EXISTS (SELECT 1 FROM lease)
+    RETURNING c.id
+)
+SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
+
+-- name: steps_workload_set_status
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+-- Also returns the workload's age by the database clock (lifecycle latency metrics).
+WITH
+-- the caller's lease, if it is still live
+lease AS (
+    SELECT 1 FROM leases l
+    WHERE l.kind = 'workload' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
+      AND l.expires_at > now()
+),
+-- the write, only onto the generation it was computed from (invariant 6) and never over a
+-- deletion request that committed after the step read the row
+updated AS (
+    UPDATE workloads w
+    SET state = $5, state_reason = $6, observed = $7, observed_generation = $4,
+        updated_at = now()
+    WHERE w.id = $3 AND w.generation = $4 AND w.deletion_requested_at IS NULL
+      AND EXISTS (SELECT 1 FROM lease)
+    RETURNING extract(epoch FROM clock_timestamp() - w.created_at)::float8 AS age
+)
+SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written,
+       (SELECT age FROM updated) AS age;
+
+-- name: steps_workload_set_observed
+-- Evidence only (state, reason and generation untouched): the facts of a Job that is going
+-- away, during deletion or replacement. $3 id, $4 observed. No row: the lease moved.
+UPDATE workloads w SET observed = $4, updated_at = now()
+FROM leases l
+WHERE w.id = $3
+  AND l.kind = 'workload' AND l.resource_id = w.id
+  AND l.owner = $1 AND l.epoch = $2 AND l.expires_at > now()
+RETURNING w.id;
+
+-- name: steps_insert_tombstone
+-- Finalization (inside a fenced transaction): what remains of a resource once its row is gone.
+-- $1 kind, $2 id, $3 project id, $4 name, $5 final status.
+INSERT INTO tombstones (kind, resource_id, project_id, name, final)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (kind, resource_id) DO UPDATE SET final = EXCLUDED.final, deleted_at = now();
+
+-- name: steps_delete_workload
+DELETE FROM workloads WHERE id = $1 AND deletion_requested_at IS NOT NULL;
+
+-- name: steps_delete_pool
+DELETE FROM compute_pools WHERE id = $1 AND deletion_requested_at IS NOT NULL;
+
+-- name: steps_delete_project
+DELETE FROM projects WHERE id = $1 AND deletion_requested_at IS NOT NULL;
+
+-- name: steps_pool_has_workloads
+-- Any workload row, even one being deleted, still references the pool (foreign key).
+SELECT EXISTS (SELECT 1 FROM workloads WHERE pool_id = $1);
+
+-- name: steps_project_has_children
+SELECT EXISTS (SELECT 1 FROM compute_pools WHERE project_id = $1)
+    OR EXISTS (SELECT 1 FROM workloads WHERE project_id = $1);
+
+-- name: steps_lock_flavor
+-- Serializes every apply and delete of one ResourceFlavor across replicas (invariant 9), for
+-- the rest of the caller's transaction.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-flavor:' || $1::text, 0));
+
+-- name: steps_flavor_other_users
+-- Pools other than $2, not being deleted, whose binding names flavor $1.
+SELECT count(*) FROM compute_pools c
+JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
+WHERE b.flavor = $1 AND c.id <> $2 AND c.deletion_requested_at IS NULL;
+
+-- name: steps_workload_state_counts
+SELECT state, count(*) AS count FROM workloads GROUP BY state;
+
+-- name: steps_stuck_deleting_counts
+-- Resources whose deletion was requested more than a minute ago and is not finished.
+SELECT 'project' AS kind, count(*) AS count FROM projects
+WHERE deletion_requested_at < now() - interval '1 minute'
+UNION ALL
+SELECT 'pool', count(*) FROM compute_pools
+WHERE deletion_requested_at < now() - interval '1 minute'
+UNION ALL
+SELECT 'workload', count(*) FROM workloads
+WHERE deletion_requested_at < now() - interval '1 minute';
+
+-- ===== end section: reconcile steps =====
 
 -- ===== section: reconcile engine =====
 -- Leases (DESIGN.md §5). Every claim, renewal and release is one statement with the lease

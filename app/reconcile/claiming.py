@@ -1,0 +1,123 @@
+"""Winning leases: the doorbell claimer and the sweep (DESIGN.md §5).
+
+Two paths lead to a lease, and both end in `on_granted(grants, sent)`, which books the leases
+and queues their keys:
+
+- `Claimer`: keys rung by NOTIFY (or woken by an informer) wait in an inbox; one task claims
+  everything that accumulated in one statement, so a burst of doorbells costs a few round
+  trips instead of one each. A key a live peer holds is silently not granted.
+- `Sweeper`: every `interval` seconds (or at once when kicked, e.g. after the listener
+  reconnected), claim a bounded batch of resources that need work and have no live lease. It
+  catches lost doorbells, takes over from dead replicas, and keeps draining while batches come
+  back full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from app.store import leases
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from app.reconcile.leasing import LeaseBook
+    from app.store.db import Database
+    from app.store.leases import Grant, ResourceKey
+
+    OnGranted = Callable[[list[Grant], float], None]
+
+log = logging.getLogger(__name__)
+
+
+class Claimer:
+    """Claims rung keys in batches: one statement in flight at a time, carrying all waiting keys."""
+
+    def __init__(self, db: Database, book: LeaseBook, on_granted: OnGranted) -> None:
+        self._db = db
+        self._book = book
+        self._on_granted = on_granted
+        self._inbox: dict[ResourceKey, None] = {}  # insertion-ordered set
+        self._wake = asyncio.Event()
+
+    def ring(self, key: ResourceKey) -> None:
+        """Ask for `key`'s lease soon. Never blocks; duplicates fold."""
+        self._inbox[key] = None
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Claim whatever is in the inbox, forever; a failed claim is logged and dropped (the
+        sweep finds those resources again)."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            keys = list(self._inbox)
+            self._inbox.clear()
+            if not keys:
+                continue
+            sent = self._book.now()
+            try:
+                grants = await leases.claim(
+                    self._db.pool, keys, owner=self._book.owner, ttl=self._book.ttl
+                )
+            except Exception:
+                log.exception("claiming %d rung keys failed; the sweep will find them", len(keys))
+                continue
+            self._on_granted(grants, sent)
+
+
+class Sweeper:
+    """Claims resources that need work and have no live lease, every `interval` seconds."""
+
+    def __init__(
+        self,
+        db: Database,
+        book: LeaseBook,
+        on_granted: OnGranted,
+        *,
+        interval: float,
+        batch: int,
+        on_lag: Callable[[float], None] | None = None,
+    ) -> None:
+        self._db = db
+        self._book = book
+        self._on_granted = on_granted
+        self._on_lag = on_lag
+        self.interval = interval
+        self.batch = batch
+        self._kick = asyncio.Event()
+        self.sweeps = 0
+
+    def kick(self) -> None:
+        """Sweep now rather than at the next tick (e.g. doorbells may have been missed)."""
+        self._kick.set()
+
+    async def run(self) -> None:
+        """Sweep forever. A full batch means more may be waiting: sweep again at once."""
+        while True:
+            self._kick.clear()
+            try:
+                grants = await self.sweep_once()
+            except Exception:
+                log.exception("sweep failed; retrying at the next tick")
+                grants = []
+            if len(grants) >= self.batch:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), self.interval)
+
+    async def sweep_once(self) -> list[Grant]:
+        """One sweep statement (and the lag probe); return the leases won."""
+        sent = self._book.now()
+        grants = await leases.claim_due(
+            self._db.pool, owner=self._book.owner, ttl=self._book.ttl, batch=self.batch
+        )
+        self.sweeps += 1
+        if grants:
+            self._on_granted(grants, sent)
+        if self._on_lag is not None:
+            self._on_lag(await leases.lag_seconds(self._db.pool))
+        return grants

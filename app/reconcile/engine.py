@@ -1,0 +1,262 @@
+"""The `Reconciler`: leases, doorbell, sweep, queue and workers as one supervised unit.
+
+    doorbell (LISTEN) ─ring─▶ claimer ─┐
+    informer handlers ─wake─▶ claimer ─┤ granted ─▶ lease book ─▶ work queue ─▶ workers ─▶ steps
+    sweeper (every interval) ──────────┘                ▲
+    lease keeper (every ttl/3) ── renew / drop ─────────┘
+
+Every background task is named and held here. `start()` waits until the doorbell listens, so a
+NOTIFY committed after `start()` returns is heard. A supervisor watches the root tasks: if one
+ends while the engine is running (a bug — each loop handles its own errors), it stops them all
+and records the failure in `failure`; `wait_closed()` returns then.
+
+`stop(grace)`: stop taking new work (doorbell, claimer, sweeper), let steps in flight finish
+within `grace` seconds, cancel the rest, then release every held lease in one statement that
+also rings the doorbell for each, so a peer takes over at once rather than after the TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from app.reconcile.claiming import Claimer, Sweeper
+from app.reconcile.doorbell import Doorbell
+from app.reconcile.leasing import LeaseBook, LeaseKeeper
+from app.reconcile.queue import Backoff, WorkQueue
+from app.reconcile.workers import Workers
+from app.store.leases import Kind, ResourceKey
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+    from typing import Any
+    from uuid import UUID
+
+    from app.reconcile.workers import ReconcileFn
+    from app.store.db import Database
+    from app.store.leases import Grant
+
+log = logging.getLogger(__name__)
+
+
+class EngineObserver(Protocol):
+    """Metrics hooks: steps, leases held, reconcile lag."""
+
+    def step_finished(self, kind: Kind, outcome: str, seconds: float) -> None: ...
+
+    def leases_held(self, count: int) -> None: ...
+
+    def lag(self, seconds: float) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """How one replica's engine runs (DESIGN.md §9 names the environment variables)."""
+
+    instance_id: str  # the lease owner; unique per running process
+    dsn: str  # for the dedicated LISTEN connection
+    lease_ttl: float = 15.0
+    sweep_interval: float = 1.0
+    workers: int = 16
+    sweep_batch: int = 100
+    probe_interval: float = 5.0
+    retry_base: float = 0.05
+    retry_cap: float = 60.0
+    start_timeout: float = 10.0
+
+
+class Reconciler:
+    """Runs reconcile steps for the resources this replica holds leases on."""
+
+    def __init__(
+        self, db: Database, config: EngineConfig, observer: EngineObserver | None = None
+    ) -> None:
+        self.config = config
+        self._db = db
+        self._observer = observer
+        self.queue: WorkQueue[ResourceKey] = WorkQueue(
+            Backoff(base=config.retry_base, cap=config.retry_cap)
+        )
+        self.book = LeaseBook(config.instance_id, config.lease_ttl, self._on_drop)
+        self.keeper = LeaseKeeper(db, self.book, self._on_adopt)
+        self.claimer = Claimer(db, self.book, self._on_granted)
+        self.sweeper = Sweeper(
+            db,
+            self.book,
+            self._on_granted,
+            interval=config.sweep_interval,
+            batch=config.sweep_batch,
+            on_lag=observer.lag if observer else None,
+        )
+        self.doorbell = Doorbell(
+            config.dsn,
+            self._on_doorbell,
+            self.sweeper.kick,
+            probe_interval=config.probe_interval,
+        )
+        self.workers = Workers(
+            self.queue,
+            self.book,
+            release=self.keeper.release,
+            lose=self.book.drop,
+            observer=observer,
+        )
+        self._intake: list[asyncio.Task[None]] = []  # doorbell, claimer, sweeper
+        self._workers: list[asyncio.Task[None]] = []
+        self._keeper: asyncio.Task[None] | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Future[None] | None = None
+        self._closed = asyncio.Event()
+        self.failure: BaseException | None = None
+
+    @property
+    def owner(self) -> str:
+        return self.config.instance_id
+
+    # -- the seams for steps and informers ---------------------------------------------------
+
+    def register(self, kind: Kind, fn: ReconcileFn) -> None:
+        """Use `fn` as the reconcile step for `kind` (replaces the default no-op)."""
+        self.workers.register(kind, fn)
+
+    def holds(self, kind: Kind, resource_id: UUID) -> bool:
+        """True while this replica holds the resource's lease."""
+        return self.book.holds(ResourceKey(kind, resource_id))
+
+    def enqueue_local(self, kind: Kind, resource_id: UUID) -> bool:
+        """Queue the resource if this replica holds its lease (informer handlers: no I/O).
+
+        Returns False, doing nothing, for a resource leased elsewhere or by nobody: its owner
+        sees the same event.
+        """
+        key = ResourceKey(kind, resource_id)
+        if not self.book.holds(key):
+            return False
+        self.queue.add(key)
+        return True
+
+    def wake(self, kind: Kind, resource_id: UUID) -> None:
+        """Queue the resource if held; otherwise try to claim its lease first (like a doorbell).
+
+        For events about resources nobody may hold, e.g. drift on a settled pool whose
+        previous owner is gone.
+        """
+        self._on_doorbell(ResourceKey(kind, resource_id))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every task; return once the doorbell listens. Raises TimeoutError otherwise."""
+        self._intake = [
+            self._spawn(self.doorbell.run(), "reconcile-doorbell"),
+            self._spawn(self.claimer.run(), "reconcile-claimer"),
+        ]
+        try:
+            await asyncio.wait_for(self.doorbell.listening.wait(), self.config.start_timeout)
+        except TimeoutError:
+            await self._cancel(self._intake)
+            raise
+        self._keeper = self._spawn(self.keeper.run(), "reconcile-lease-keeper")
+        self._workers = [
+            self._spawn(self.workers.run(), f"reconcile-worker-{n}")
+            for n in range(self.config.workers)
+        ]
+        self._intake.append(self._spawn(self.sweeper.run(), "reconcile-sweeper"))
+        self._supervisor = self._spawn(self._supervise(), "reconcile-supervisor")
+        log.info("reconcile engine %s started with %d workers", self.owner, self.config.workers)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Graceful stop (see the module docstring). Safe to call more than once."""
+        if self._stopping is None:
+            self._stopping = asyncio.create_task(self._stop(grace), name="reconcile-stop")
+        await asyncio.shield(self._stopping)
+
+    async def halt(self) -> None:
+        """Stop every task at once and keep the leases: to peers this looks like a crash, and
+        they take over only when the leases expire. For tests and a last resort."""
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_future()
+            self._stopping.set_result(None)
+        tasks = [*self._intake, *self._workers]
+        tasks += [t for t in (self._keeper, self._supervisor) if t is not None]
+        await self._cancel(tasks)
+        self.queue.close()
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        """Return when the engine has stopped, by `stop()` or because a root task died."""
+        await self._closed.wait()
+
+    async def _stop(self, grace: float) -> None:
+        await self._cancel(self._intake)
+        self.queue.close()
+        if self._workers:
+            _, pending = await asyncio.wait(self._workers, timeout=grace)
+            if pending:
+                log.warning("cancelling %d steps still running after %.1fs", len(pending), grace)
+            await self._cancel(list(pending))
+        await self._cancel([self._keeper] if self._keeper else [])
+        try:
+            released = await self.keeper.release_all()
+            log.info("released %d leases", released)
+        except Exception:
+            log.exception("releasing leases failed; peers take over when they expire")
+        if self._supervisor is not None and self._supervisor is not asyncio.current_task():
+            await self._cancel([self._supervisor])
+        self._closed.set()
+
+    async def _supervise(self) -> None:
+        roots = [*self._intake, *self._workers]
+        if self._keeper is not None:
+            roots.append(self._keeper)
+        done, _ = await asyncio.wait(roots, return_when=asyncio.FIRST_COMPLETED)
+        if self._stopping is not None:
+            return
+        task = next(iter(done))
+        exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
+        self.failure = exc or RuntimeError(f"{task.get_name()} returned")
+        log.error("reconcile task %s ended; stopping the engine", task.get_name(), exc_info=exc)
+        self._stopping = asyncio.create_task(self._stop(0.0), name="reconcile-stop")
+
+    # -- callbacks from the parts --------------------------------------------------------------
+
+    def _on_doorbell(self, key: ResourceKey) -> None:
+        # Held already: the lease is ours and live, so skip the round trip.
+        if self.book.holds(key):
+            self.queue.add(key)
+        else:
+            self.claimer.ring(key)
+
+    def _on_granted(self, grants: list[Grant], sent: float) -> None:
+        for key in self.book.granted(grants, sent):
+            self.queue.add(key)
+        self._leases_changed()
+
+    def _on_adopt(self, key: ResourceKey) -> None:
+        self.queue.add(key)
+        self._leases_changed()
+
+    def _on_drop(self, key: ResourceKey) -> None:
+        self.queue.drop(key)
+        self._leases_changed()
+
+    def _leases_changed(self) -> None:
+        if self._observer is not None:
+            self._observer.leases_held(len(self.book))
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _spawn(coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        return asyncio.create_task(coro, name=name)
+
+    @staticmethod
+    async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,123 @@
+"""Fenced statements: writes that only land while this replica still holds the lease.
+
+Invariant 5 (DESIGN.md §3): every observation and finalization write carries the lease predicate
+`owner = $me AND epoch = $epoch AND expires_at > now()` inside the statement, so a replica whose
+lease moved cannot overwrite the new owner's work. Zero rows means "not yours any more": the
+helpers raise `LeaseLost`, and the engine drops the key at once.
+
+Convention for fenced queries in `sql/queries.sql`: **`$1` is the owner and `$2` the epoch**;
+the statement's own parameters follow. For example::
+
+    -- name: workload_record_observation
+    UPDATE workloads w SET observed = $4, observed_generation = $5
+    FROM leases l
+    WHERE w.id = $3
+      AND l.kind = 'workload' AND l.resource_id = w.id
+      AND l.owner = $1 AND l.epoch = $2 AND l.expires_at > now()
+    RETURNING w.id
+
+    await fenced_fetchrow(conn, QUERIES["workload_record_observation"], fence, wid, facts, gen)
+
+Several statements that must commit together (finalization: tombstone, lease delete,
+observation delete, row delete) run in `fenced_transaction`, which first locks the lease row so
+no peer can take it over before the transaction ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, LiteralString
+
+from app.reconcile.errors import LeaseLost
+from app.store import leases
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from uuid import UUID
+
+    import asyncpg
+
+    from app.store.db import Connection, Database
+    from app.store.leases import Kind, ResourceKey
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The lease a reconcile step runs under: pass it to every fenced write."""
+
+    key: ResourceKey
+    owner: str
+    epoch: int
+
+    @property
+    def kind(self) -> Kind:
+        return self.key.kind
+
+    @property
+    def resource_id(self) -> UUID:
+        return self.key.id
+
+    @property
+    def grant(self) -> leases.Grant:
+        return leases.Grant(self.key, self.epoch)
+
+    def lost(self, detail: str = "") -> LeaseLost:
+        """The exception to raise when a fenced write of this step found no row."""
+        return LeaseLost(self.key, detail)
+
+
+async def fenced_fetch(
+    conn: Connection, query: LiteralString, fence: Fence, *args: Any
+) -> list[asyncpg.Record]:
+    """Run a fenced query (`$1` owner, `$2` epoch, then `args`); no rows → `LeaseLost`."""
+    rows = await conn.fetch(query, fence.owner, fence.epoch, *args)
+    if not rows:
+        raise fence.lost("fenced statement matched no row")
+    return rows
+
+
+async def fenced_fetchrow(
+    conn: Connection, query: LiteralString, fence: Fence, *args: Any
+) -> asyncpg.Record:
+    """Like `fenced_fetch` for a statement that returns one row."""
+    row = await conn.fetchrow(query, fence.owner, fence.epoch, *args)
+    if row is None:
+        raise fence.lost("fenced statement matched no row")
+    return row
+
+
+async def fenced_execute(conn: Connection, query: LiteralString, fence: Fence, *args: Any) -> int:
+    """Run a fenced statement without RETURNING; return its row count, raise on 0."""
+    status = await conn.execute(query, fence.owner, fence.epoch, *args)
+    count = _row_count(status)
+    if count == 0:
+        raise fence.lost(f"fenced statement changed no row ({status})")
+    return count
+
+
+@contextlib.asynccontextmanager
+async def fenced_transaction(db: Database, fence: Fence) -> AsyncIterator[Connection]:
+    """A transaction that holds this replica's lease row locked until it commits.
+
+    Raises `LeaseLost` (rolling back) when the lease is no longer ours at the start. Statements
+    inside need not repeat the lease predicate: a peer's takeover is an upsert of that same row,
+    so it waits for this transaction to end and then re-checks the row as this transaction left
+    it (deleted at finalization, or still ours).
+    """
+    async with db.transaction() as conn:
+        if not await leases.lock_fenced(conn, fence.grant, owner=fence.owner):
+            raise fence.lost("lease row not found at the start of the transaction")
+        yield conn
+
+
+async def delete_lease(conn: Connection, fence: Fence) -> None:
+    """Finalization: delete the lease inside a `fenced_transaction`."""
+    if not await leases.delete_fenced(conn, fence.grant, owner=fence.owner):
+        raise fence.lost("lease row vanished before finalization")
+
+
+def _row_count(status: str) -> int:
+    """`UPDATE 3` → 3, `INSERT 0 1` → 1; an unparsable tag counts as one row."""
+    tail = status.rsplit(" ", 1)[-1]
+    return int(tail) if tail.isdigit() else 1

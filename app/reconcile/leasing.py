@@ -1,0 +1,161 @@
+"""What this replica holds: the lease book, and the keeper that renews it (DESIGN.md §5).
+
+The book is the in-memory view of this replica's leases. It is deliberately pessimistic: a hold
+is trusted only until `sent + ttl`, where `sent` is this process's clock when the statement that
+granted or last renewed it was *sent*. The database computed the expiry as its `now() + ttl` at
+some moment after that send, so the local deadline is never later than the real one — a replica
+whose renewals stall stops acting on its resources before a peer can take them over.
+
+The keeper renews every live lease of this owner in one statement every `ttl / 3`. A key the
+statement did not return has expired or moved, and is dropped locally (`on_drop`) — unless its
+grant was applied after the renewal was sent: that claim may have committed after the renewal's
+snapshot, so its absence proves nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.reconcile.fencing import Fence
+from app.store import leases
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from app.store.db import Database
+    from app.store.leases import Grant, ResourceKey
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Hold:
+    epoch: int
+    valid_until: float  # loop time after which the hold is not trusted
+    seq: int  # order in which grants/renewals were applied
+
+
+class LeaseBook:
+    """The leases this replica believes it holds, each trusted until a local deadline."""
+
+    def __init__(self, owner: str, ttl: float, on_drop: Callable[[ResourceKey], None]) -> None:
+        self.owner = owner
+        self.ttl = ttl
+        self._on_drop = on_drop
+        self._holds: dict[ResourceKey, _Hold] = {}
+        self._seq = 0
+
+    def now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def next_seq(self) -> int:
+        """A marker taken just before a statement is sent (see `renewed`)."""
+        self._seq += 1
+        return self._seq
+
+    def granted(self, grants: Iterable[Grant], sent: float) -> list[ResourceKey]:
+        """Record leases won by a claim sent at `sent`; return their keys."""
+        seq = self.next_seq()
+        keys = []
+        for grant in grants:
+            self._holds[grant.key] = _Hold(grant.epoch, sent + self.ttl, seq)
+            keys.append(grant.key)
+        return keys
+
+    def renewed(self, grants: Iterable[Grant], sent: float, seq: int) -> list[ResourceKey]:
+        """Apply a renewal sent at `sent` with marker `seq`; return keys held in the database
+        but not in the book (adopted — for example after a restart under the same owner)."""
+        returned: set[ResourceKey] = set()
+        adopted: list[ResourceKey] = []
+        for grant in grants:
+            returned.add(grant.key)
+            hold = self._holds.get(grant.key)
+            if hold is None:
+                adopted.append(grant.key)
+                self._holds[grant.key] = _Hold(grant.epoch, sent + self.ttl, seq)
+            else:
+                hold.epoch = grant.epoch
+                hold.valid_until = max(hold.valid_until, sent + self.ttl)
+        # A hold applied after the renewal was sent may be missing legitimately; skip those.
+        lost = [k for k, h in self._holds.items() if k not in returned and h.seq < seq]
+        for key in lost:
+            self.drop(key)
+        return adopted
+
+    def expire_stale(self) -> list[ResourceKey]:
+        """Drop every hold past its local deadline (renewals failed or stalled)."""
+        now = self.now()
+        stale = [k for k, h in self._holds.items() if h.valid_until <= now]
+        for key in stale:
+            self.drop(key)
+        return stale
+
+    def drop(self, key: ResourceKey) -> None:
+        """Forget `key` (lost, released or finalized) and tell the engine."""
+        if self._holds.pop(key, None) is not None:
+            self._on_drop(key)
+
+    def holds(self, key: ResourceKey) -> bool:
+        """True while this replica may act on `key`."""
+        hold = self._holds.get(key)
+        return hold is not None and hold.valid_until > self.now()
+
+    def fence(self, key: ResourceKey) -> Fence | None:
+        """The fence to run `key`'s step under, or None when not (or no longer) held."""
+        hold = self._holds.get(key)
+        if hold is None or hold.valid_until <= self.now():
+            return None
+        return Fence(key, self.owner, hold.epoch)
+
+    def held_keys(self) -> list[ResourceKey]:
+        return list(self._holds)
+
+    def __len__(self) -> int:
+        return len(self._holds)
+
+
+class LeaseKeeper:
+    """Renews every lease in the book each `ttl / 3`, and releases them on request."""
+
+    def __init__(
+        self, db: Database, book: LeaseBook, on_adopt: Callable[[ResourceKey], None]
+    ) -> None:
+        self._db = db
+        self._book = book
+        self._on_adopt = on_adopt
+        self.interval = book.ttl / 3
+
+    async def run(self) -> None:
+        """Renew forever; a failed renewal is logged and retried at the next tick."""
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await self.renew_once()
+            except Exception:
+                log.exception("lease renewal failed; holds lapse at their local deadline")
+            self._book.expire_stale()
+
+    async def renew_once(self) -> None:
+        """One renewal statement; drop what is missing, adopt what is unknown."""
+        seq = self._book.next_seq()
+        sent = self._book.now()
+        grants = await leases.renew_all(self._db.pool, owner=self._book.owner, ttl=self._book.ttl)
+        for key in self._book.renewed(grants, sent, seq):
+            self._on_adopt(key)
+
+    async def release(self, key: ResourceKey) -> None:
+        """Let one lease go now; the key is forgotten locally whatever the database says."""
+        fence = self._book.fence(key)
+        self._book.drop(key)
+        if fence is not None:
+            await leases.release(self._db.pool, fence.grant, owner=self._book.owner)
+
+    async def release_all(self) -> int:
+        """Shutdown: expire every lease of this owner and ring for each; forget them locally."""
+        released = await leases.release_all(self._db.pool, owner=self._book.owner)
+        for key in self._book.held_keys():
+            self._book.drop(key)
+        return released

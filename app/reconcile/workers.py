@@ -1,0 +1,160 @@
+"""Workers: N coroutines taking keys from the queue and running one reconcile step each.
+
+A step is `async def step(resource_id, fence) -> Result`, registered per kind. It reads current
+state (the row, the informer caches), takes one corrective action, and says what comes next:
+
+- `Result.done()`: nothing more until an event; the lease is kept (informer events for this
+  resource keep coming here, which is how drift is noticed);
+- `Result.requeue(after=s)`: run again in `s` seconds (polling a deadline, say);
+- `Result.release()`: done, and this replica no longer needs the lease (the resource is
+  finished or gone).
+
+An exception retries the key with backoff; `TerminalError` is logged and counted, not retried;
+`LeaseLost` drops the key at once and nothing more is done for it here. A key whose lease is not
+(or no longer) held when it comes up is skipped: a fenced write would fail anyway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from app.reconcile.errors import LeaseLost, TerminalError
+from app.reconcile.queue import QueueClosed
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from uuid import UUID
+
+    from app.reconcile.fencing import Fence
+    from app.reconcile.leasing import LeaseBook
+    from app.reconcile.queue import WorkQueue
+    from app.store.leases import Kind, ResourceKey
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a step asks the engine to do next with its key."""
+
+    requeue_after: float | None = None
+    release_lease: bool = False
+
+    @classmethod
+    def done(cls) -> Result:
+        return cls()
+
+    @classmethod
+    def requeue(cls, after: float) -> Result:
+        return cls(requeue_after=after)
+
+    @classmethod
+    def release(cls) -> Result:
+        return cls(release_lease=True)
+
+
+class ReconcileFn(Protocol):
+    """One reconcile step for one resource of a registered kind."""
+
+    def __call__(self, resource_id: UUID, fence: Fence, /) -> Awaitable[Result]: ...
+
+
+class StepObserver(Protocol):
+    """Where workers report each step (metrics)."""
+
+    def step_finished(self, kind: Kind, outcome: str, seconds: float) -> None: ...
+
+
+async def _no_op(resource_id: UUID, fence: Fence, /) -> Result:
+    """Default step until real ones are registered: nothing to do, keep the lease."""
+    return Result.done()
+
+
+class Workers:
+    """Runs registered steps for queued keys; owns no tasks (the engine holds them)."""
+
+    def __init__(
+        self,
+        queue: WorkQueue[ResourceKey],
+        book: LeaseBook,
+        *,
+        release: Callable[[ResourceKey], Awaitable[None]],
+        lose: Callable[[ResourceKey], None],
+        observer: StepObserver | None = None,
+    ) -> None:
+        self._queue = queue
+        self._book = book
+        self._release = release
+        self._lose = lose
+        self._observer = observer
+        self._steps: dict[Kind, ReconcileFn] = {
+            "project": _no_op,
+            "pool": _no_op,
+            "workload": _no_op,
+        }
+        self.busy = 0
+
+    def register(self, kind: Kind, fn: ReconcileFn) -> None:
+        """Use `fn` as the step for every resource of `kind`."""
+        self._steps[kind] = fn
+
+    async def run(self) -> None:
+        """One worker: take keys until the queue closes."""
+        while True:
+            try:
+                key = await self._queue.get()
+            except QueueClosed:
+                return
+            self.busy += 1
+            try:
+                await self.run_one(key)
+            finally:
+                self.busy -= 1
+
+    async def run_one(self, key: ResourceKey) -> None:
+        """Run `key`'s step once and settle the key in the queue according to the outcome."""
+        fence = self._book.fence(key)
+        if fence is None:
+            self._queue.done(key)
+            self._queue.drop(key)
+            return
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            result = await self._steps[key.kind](key.id, fence)
+        except LeaseLost as exc:
+            outcome = "lease_lost"
+            log.info("dropping %s: %s", key, exc)
+            self._queue.done(key)
+            self._lose(key)
+        except TerminalError as exc:
+            outcome = "terminal"
+            log.error("reconcile of %s failed for good: %s", key, exc)
+            self._queue.done(key)
+        except asyncio.CancelledError:
+            self._queue.done(key)
+            raise
+        except Exception:
+            log.exception("reconcile of %s failed (attempt %d)", key, self._queue.failures(key) + 1)
+            self._queue.done(key, failed=True)
+        else:
+            outcome = "ok"
+            await self._settle(key, result)
+        finally:
+            if self._observer is not None:
+                self._observer.step_finished(key.kind, outcome, time.perf_counter() - started)
+
+    async def _settle(self, key: ResourceKey, result: Result) -> None:
+        # A release is skipped while an event for the key is pending (dirty): that event may
+        # be the reason to keep going (a deletion rung during the last step), and done() will
+        # run the key again.
+        if result.release_lease and not self._queue.is_dirty(key):
+            self._queue.done(key)
+            self._queue.drop(key)
+            await self._release(key)
+            return
+        self._queue.done(key, requeue_after=result.requeue_after)

@@ -1,0 +1,142 @@
+"""Lease rows in PostgreSQL: claim, sweep, renew, release, lock (DESIGN.md §5).
+
+Each function runs exactly one named statement from `sql/queries.sql` (section "reconcile
+engine"); the lease predicate lives inside the statement, so there is no read-then-write window.
+A lease is `(kind, resource_id) -> (owner, epoch, expires_at)`; `epoch` grows by one every time
+the owner changes, and fenced writes compare it.
+
+Times are the database's (`now()`), never this process's clock: replicas need not agree on time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import TypeAlias
+    from uuid import UUID
+
+    import asyncpg
+
+    from app.store.db import Connection, Pool
+
+    Db: TypeAlias = Connection | Pool
+
+Kind = Literal["project", "pool", "workload"]
+KINDS: tuple[Kind, ...] = ("project", "pool", "workload")
+
+
+class ResourceKey(NamedTuple):
+    """A reconciled resource: its lease kind and id. Renders as the doorbell payload `kind:id`."""
+
+    kind: Kind
+    id: UUID
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+
+class Grant(NamedTuple):
+    """A lease this owner holds as of the statement that returned it."""
+
+    key: ResourceKey
+    epoch: int
+
+
+def _grants(rows: Iterable[asyncpg.Record]) -> list[Grant]:
+    return [Grant(ResourceKey(r["kind"], r["resource_id"]), r["epoch"]) for r in rows]
+
+
+async def claim(
+    db: Db,
+    keys: Iterable[ResourceKey],
+    *,
+    owner: str,
+    ttl: float,
+) -> list[Grant]:
+    """Take (or extend) the leases of `keys`; return those won. Missing: a live peer holds it,
+    or the resource no longer exists. Duplicate keys are folded before the statement."""
+    unique = list(dict.fromkeys(keys))
+    if not unique:
+        return []
+    rows = await db.fetch(
+        QUERIES["lease_claim_keys"],
+        [k.kind for k in unique],
+        [k.id for k in unique],
+        owner,
+        ttl,
+    )
+    return _grants(rows)
+
+
+async def claim_due(
+    db: Db,
+    *,
+    owner: str,
+    ttl: float,
+    batch: int,
+) -> list[Grant]:
+    """The sweep: claim up to `batch` resources per kind that need work and have no live lease."""
+    return _grants(await db.fetch(QUERIES["lease_claim_due"], owner, ttl, batch))
+
+
+async def renew_all(
+    db: Db,
+    *,
+    owner: str,
+    ttl: float,
+) -> list[Grant]:
+    """Extend every live lease of `owner`; the result is exactly the set still held."""
+    return _grants(await db.fetch(QUERIES["lease_renew_all"], owner, ttl))
+
+
+async def release(
+    db: Db,
+    grant: Grant,
+    *,
+    owner: str,
+) -> bool:
+    """Expire one held lease now. False: it was not (any longer) ours."""
+    status = await db.execute(
+        QUERIES["lease_release"], grant.key.kind, grant.key.id, owner, grant.epoch
+    )
+    return status != "UPDATE 0"
+
+
+async def release_all(
+    db: Db,
+    *,
+    owner: str,
+) -> int:
+    """Expire every live lease of `owner` and ring the doorbell for each; return how many."""
+    released = await db.fetchval(QUERIES["lease_release_all"], owner)
+    return int(released or 0)
+
+
+async def lock_fenced(conn: Connection, grant: Grant, *, owner: str) -> bool:
+    """Inside a transaction: lock `owner`'s live lease row at `grant.epoch`. False: it moved."""
+    epoch = await conn.fetchval(
+        QUERIES["lease_lock_fenced"], grant.key.kind, grant.key.id, owner, grant.epoch
+    )
+    return epoch is not None
+
+
+async def delete_fenced(conn: Connection, grant: Grant, *, owner: str) -> bool:
+    """Delete `owner`'s live lease (finalization). False: it was not ours any more."""
+    status = await conn.execute(
+        QUERIES["lease_delete_fenced"], grant.key.kind, grant.key.id, owner, grant.epoch
+    )
+    return status != "DELETE 0"
+
+
+async def held_count(db: Db, *, owner: str) -> int:
+    """How many live leases `owner` holds according to the database."""
+    return int(await db.fetchval(QUERIES["leases_held_count"], owner) or 0)
+
+
+async def lag_seconds(db: Db) -> float:
+    """Age in seconds of the oldest unconverged resource (0 when everything has converged)."""
+    return float(await db.fetchval(QUERIES["reconcile_lag_seconds"]) or 0.0)

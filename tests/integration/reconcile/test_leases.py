@@ -1,0 +1,223 @@
+"""Leases between replicas: exclusivity, renewal, takeover, release, fencing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from app.reconcile.errors import LeaseLost
+from app.reconcile.fencing import Fence, fenced_execute, fenced_transaction
+from app.reconcile.workers import Result
+from app.store.db import Database
+from tests.integration.reconcile.conftest import EngineFactory
+from tests.integration.reconcile.rows import add_workloads, finish_workload, lease_of
+from tests.integration.reconcile.steps import Recorder
+from tests.support.waiting import wait_until
+
+# The shape every observation write takes (app/reconcile/fencing.py): $1 owner, $2 epoch.
+FENCED_OBSERVATION = """
+UPDATE workloads w SET state = $4
+FROM leases l
+WHERE w.id = $3
+  AND l.kind = 'workload' AND l.resource_id = w.id
+  AND l.owner = $1 AND l.epoch = $2 AND l.expires_at > now()
+"""
+
+
+async def test_two_replicas_never_run_one_resource_at_once_and_each_ignores_the_others(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    async def slow(fence: Fence, attempt: int) -> Result:
+        await asyncio.sleep(0.01)  # a step's own I/O, so steps overlap
+        return Result.requeue(after=0.05)
+
+    recorder = Recorder(behaviour=slow)
+    a = recorder.attach(await start_engine("a", lease_ttl=5.0))
+    b = recorder.attach(await start_engine("b", lease_ttl=5.0))
+
+    keys = await add_workloads(db, 40)
+    await wait_until(lambda: all(recorder.ran(k) for k in keys), timeout=5)
+    # Both replicas keep requeueing and informers keep poking: the other one must not bite.
+    for key in keys:
+        a.enqueue_local("workload", key.id)
+        b.enqueue_local("workload", key.id)
+    await wait_until(lambda: all(recorder.attempts(k) >= 3 for k in keys), timeout=5)
+
+    assert recorder.max_in_flight == 1
+    assert all(len(recorder.owners(k)) == 1 for k in keys)
+    a_keys = [k for k in keys if a.holds("workload", k.id)]
+    b_keys = [k for k in keys if b.holds("workload", k.id)]
+    assert len(a_keys) + len(b_keys) == len(keys)
+    assert not set(a_keys) & set(b_keys)
+
+
+async def test_leases_outlive_their_ttl_while_the_replica_renews_them(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(lease_ttl=0.6))
+    [key] = await add_workloads(db)
+    await wait_until(lambda: recorder.ran(key), timeout=2)
+    granted_at = time.monotonic()
+
+    renewals_seen = await wait_until(
+        lambda: time.monotonic() - granted_at > 1.5 and engine.holds("workload", key.id),
+        timeout=3,
+    )
+    assert renewals_seen
+    lease = await lease_of(db, key)
+    assert lease is not None and lease["live"] and lease["epoch"] == 1
+
+
+async def test_a_peer_takes_over_when_a_replica_dies_within_ttl_plus_sweep(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    recorder = Recorder()
+    ttl, sweep = 1.0, 0.2
+    a = recorder.attach(await start_engine("a", lease_ttl=ttl, sweep_interval=sweep))
+    keys = await add_workloads(db, 5)
+    await wait_until(lambda: all(recorder.ran(k) for k in keys), timeout=3)
+    b = recorder.attach(await start_engine("b", lease_ttl=ttl, sweep_interval=sweep))
+
+    died = time.perf_counter()
+    await a.halt()  # no release: the leases must run out
+
+    await wait_until(lambda: all(b.holds("workload", k.id) for k in keys), timeout=ttl + 2)
+    taken = time.perf_counter() - died
+    assert taken < ttl + sweep + 0.5
+    for key in keys:
+        last = [r for r in recorder.runs if r.key == key][-1]
+        assert last.owner == b.owner
+        assert last.epoch == 2  # the owner changed once
+
+
+async def test_a_graceful_shutdown_hands_leases_to_the_peer_at_once(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    recorder = Recorder()
+    # Long TTL and sweep: only the release (and its doorbells) can explain a quick takeover.
+    a = recorder.attach(await start_engine("a", lease_ttl=30.0, sweep_interval=30.0))
+    keys = await add_workloads(db, 5)
+    await wait_until(lambda: all(recorder.ran(k) for k in keys), timeout=3)
+    b = recorder.attach(await start_engine("b", lease_ttl=30.0, sweep_interval=30.0))
+
+    stopped = time.perf_counter()
+    await a.stop(grace=1.0)
+    await wait_until(lambda: all(b.holds("workload", k.id) for k in keys), timeout=3)
+
+    assert time.perf_counter() - stopped < 1.0
+    assert len(a.book) == 0
+
+
+async def test_graceful_shutdown_lets_a_running_step_finish_within_the_grace(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    release = asyncio.Event()
+    finished: list[bool] = []
+
+    async def slow(fence: Fence, attempt: int) -> Result:
+        await release.wait()
+        finished.append(True)
+        return Result.done()
+
+    recorder = Recorder(behaviour=slow)
+    engine = recorder.attach(await start_engine())
+    [key] = await add_workloads(db)
+    await recorder.started.get()
+
+    stopping = asyncio.ensure_future(engine.stop(grace=5.0))
+    _, pending = await asyncio.wait({stopping}, timeout=0.1)
+    assert pending, "stop must wait for the step in flight"
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+
+    assert finished == [True]
+    lease = await lease_of(db, key)
+    assert lease is not None and not lease["live"]
+
+
+async def test_a_fenced_write_after_the_lease_moved_raises_lease_lost_and_drops_the_key(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    outcomes: list[str] = []
+    steal = asyncio.Event()
+
+    async def observe(fence: Fence, attempt: int) -> Result:
+        if attempt == 1:
+            return Result.requeue(after=0.05)
+        async with db.connection() as conn:
+            if not steal.is_set():
+                # A peer took the lease over (as after a long pause of this replica).
+                await conn.execute(
+                    "UPDATE leases SET owner = 'peer', epoch = epoch + 1"
+                    " WHERE kind = $1 AND resource_id = $2",
+                    fence.kind,
+                    fence.resource_id,
+                )
+                steal.set()
+            try:
+                await fenced_execute(conn, FENCED_OBSERVATION, fence, fence.resource_id, "RUNNING")
+            except LeaseLost:
+                outcomes.append("lost")
+                raise
+        outcomes.append("written")
+        return Result.done()
+
+    recorder = Recorder(behaviour=observe)
+    engine = recorder.attach(await start_engine())
+    [key] = await add_workloads(db)
+
+    await wait_until(lambda: outcomes, timeout=3)
+    assert outcomes == ["lost"]
+    assert not engine.holds("workload", key.id)
+    engine.enqueue_local("workload", key.id)  # an informer event after the loss is ignored
+    async with db.connection() as conn:
+        assert await conn.fetchval("SELECT state FROM workloads WHERE id = $1", key.id) == "PENDING"
+    assert recorder.attempts(key) == 2
+
+
+async def test_a_fenced_transaction_runs_only_while_the_lease_is_held(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    fences: list[Fence] = []
+
+    async def keep(fence: Fence, attempt: int) -> Result:
+        fences.append(fence)
+        return Result.done()
+
+    engine = Recorder(behaviour=keep).attach(await start_engine())
+    [key] = await add_workloads(db)
+    fence = await wait_until(lambda: fences and fences[0], timeout=3)
+
+    async with fenced_transaction(db, fence) as conn:
+        await conn.execute("UPDATE workloads SET state = 'QUEUED' WHERE id = $1", key.id)
+    await engine.stop(grace=0)  # releases the lease
+
+    with pytest.raises(LeaseLost):
+        async with fenced_transaction(db, fence) as conn:
+            await conn.execute("UPDATE workloads SET state = 'RUNNING' WHERE id = $1", key.id)
+    async with db.connection() as conn:
+        assert await conn.fetchval("SELECT state FROM workloads WHERE id = $1", key.id) == "QUEUED"
+
+
+async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    async def finish(fence: Fence, attempt: int) -> Result:
+        await finish_workload(db, fence.key)
+        return Result.release()
+
+    recorder = Recorder(behaviour=finish)
+    engine = recorder.attach(await start_engine())
+    [key] = await add_workloads(db)
+
+    await wait_until(lambda: not engine.holds("workload", key.id) and recorder.ran(key), timeout=3)
+    lease = await lease_of(db, key)
+    assert lease is not None and not lease["live"]
+    # Finished and released: later sweeps leave it alone.
+    runs, sweeps = recorder.attempts(key), engine.sweeper.sweeps
+    await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
+    assert recorder.attempts(key) == runs
+    assert not engine.holds("workload", key.id)
