@@ -91,13 +91,19 @@ class WorkQueue(Generic[K]):
             if not self._timers:
                 await self._timers_changed.wait()
                 continue
-            sleeper = asyncio.ensure_future(self._clock.sleep(self._timers[0][0] - now))
+            # The sleep is measured against the absolute deadline when the task first runs: a
+            # duration computed here would be stretched by a clock advance landing in between.
+            sleeper = asyncio.ensure_future(_sleep_until(self._clock, self._timers[0][0]))
             changed = asyncio.ensure_future(self._timers_changed.wait())
             try:
                 await asyncio.wait({sleeper, changed}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 sleeper.cancel()
                 changed.cancel()
+
+
+async def _sleep_until(clock: Clock, deadline: float) -> None:
+    await clock.sleep(deadline - clock.now())
 
 
 async def watch_forever(
