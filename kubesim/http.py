@@ -11,6 +11,7 @@ import asyncio
 from typing import Any
 
 import msgspec
+import yaml
 from aiohttp import web
 
 from kubesim import discovery, patching
@@ -139,9 +140,14 @@ async def _body(request: web.Request) -> Any:
     try:
         return msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
-        raise StoreError(
-            400, "BadRequest", f"the body of the request could not be decoded: {exc}"
-        ) from exc
+        problem: Exception = exc
+    if request.headers.get("Content-Type", "").startswith(patching.APPLY):
+        # Apply bodies may be YAML (kubectl sends YAML); JSON is YAML too, so try JSON first.
+        try:
+            return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            problem = exc
+    raise StoreError(400, "BadRequest", f"the body of the request could not be decoded: {problem}")
 
 
 async def handle(request: web.Request) -> web.StreamResponse:

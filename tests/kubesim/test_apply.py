@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue
+from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue, raw
 
 APPLY = "application/apply-patch+yaml"
 MERGE = "application/merge-patch+json"
@@ -153,3 +153,14 @@ async def test_apply_on_the_status_subresource_writes_only_status(kube_api):
     assert result["status"]["pendingWorkloads"] == 3
     assert result["spec"]["clusterQueue"] == "gpu-cq"
     assert result["metadata"]["generation"] == 1
+
+
+async def test_an_apply_body_may_be_yaml(kube_cluster):
+    body = b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: from-yaml\n  labels: {team: x}\n"
+    status, created, _ = await raw(
+        "PATCH",
+        f"{kube_cluster.url}/api/v1/namespaces/from-yaml?fieldManager=kubectl",
+        data=body,
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert status == 201 and created["metadata"]["labels"] == {"team": "x"}
