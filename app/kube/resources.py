@@ -99,6 +99,9 @@ WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload", True)
 CLUSTER_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
 LOCAL_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "localqueues", "LocalQueue", True)
 RESOURCE_FLAVORS = Resource(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", "ResourceFlavor", False)
+WORKLOAD_PRIORITY_CLASSES = Resource(
+    KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", "WorkloadPriorityClass", False
+)
 
 KNOWN: dict[tuple[str, str], Resource] = {
     (r.api_version, r.kind): r
@@ -111,6 +114,7 @@ KNOWN: dict[tuple[str, str], Resource] = {
         CLUSTER_QUEUES,
         LOCAL_QUEUES,
         RESOURCE_FLAVORS,
+        WORKLOAD_PRIORITY_CLASSES,
     )
 }
 

@@ -22,16 +22,20 @@ async def test_every_kind_is_written_by_server_side_apply_as_aicp(
     await apply(kube, job_manifest("train", "aicp-ssa"))
     await apply(kube, flavor_manifest("h100"))
     await apply(kube, cluster_queue_manifest("aicp-ssa-gpu", "h100"))
+    await apply(kube, local_queue_manifest("gpu", "aicp-ssa", "aicp-ssa-gpu"))
+    await apply(kube, priority_class_manifest("aicp-high", 1000))
 
     stats = await sim.stats()
-    assert stats["by_verb"] == {"patch": 4}
-    assert stats["by_content_type"].get("application/apply-patch+yaml") == 4
-    assert stats["by_field_manager"] == {"aicp": 4}
+    assert stats["by_verb"] == {"patch": 6}
+    assert stats["by_content_type"].get("application/apply-patch+yaml") == 6
+    assert stats["by_field_manager"] == {"aicp": 6}
     assert sorted(k for k in stats["by_verb_path"] if k.startswith("patch ")) == [
         "patch /api/v1/namespaces/{name}",
         "patch /apis/batch/v1/namespaces/{namespace}/jobs/{name}",
         "patch /apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}",
+        "patch /apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}",
         "patch /apis/kueue.x-k8s.io/v1beta2/resourceflavors/{name}",
+        "patch /apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses/{name}",
     ]
 
 
@@ -193,6 +197,24 @@ def flavor_manifest(name: str) -> dict[str, object]:
         "kind": "ResourceFlavor",
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "aicp"}},
         "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
+    }
+
+
+def local_queue_manifest(name: str, namespace: str, cluster_queue: str) -> dict[str, object]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def priority_class_manifest(name: str, value: int) -> dict[str, object]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
     }
 
 

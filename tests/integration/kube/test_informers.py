@@ -13,6 +13,7 @@ from tests.integration.kube.conftest import job_manifest, list_names
 from tests.integration.kube.test_apply import (
     cluster_queue_manifest,
     flavor_manifest,
+    local_queue_manifest,
     namespace_manifest,
 )
 from tests.support.waiting import wait_until
@@ -35,15 +36,7 @@ async def set_up_queues(kube: KubeClient, namespace: str) -> None:
     queue = cluster_queue_manifest(f"{namespace}-gpu", "h100")
     queue["spec"]["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     await apply(kube, queue)
-    await apply(
-        kube,
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "gpu", "namespace": namespace},
-            "spec": {"clusterQueue": f"{namespace}-gpu"},
-        },
-    )
+    await apply(kube, local_queue_manifest("gpu", namespace, f"{namespace}-gpu"))
 
 
 async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
