@@ -78,6 +78,7 @@ class Cluster:
         self._runner: web.AppRunner | None = None
         self._controllers: Any = None
         self._restarting: asyncio.Lock | None = None
+        self._stopped = False
 
     @property
     def url(self) -> str:
@@ -103,6 +104,7 @@ class Cluster:
 
     async def start(self) -> None:
         """Listen (binding `port`; 0 picks a free one) and start the controllers."""
+        self._stopped = False
         await self._listen()
         if self.with_controllers:
             try:
@@ -120,6 +122,8 @@ class Cluster:
                 await self._controllers.start()
 
     async def stop(self) -> None:
+        """Stop the controllers and the server (idempotent; also ends a restart in progress)."""
+        self._stopped = True
         if self._controllers is not None:
             controllers, self._controllers = self._controllers, None
             await controllers.stop()
@@ -135,7 +139,8 @@ class Cluster:
                 return
             await self._close_server()
             await asyncio.sleep(refuse_seconds)
-            await self._listen()
+            if not self._stopped:
+                await self._listen()
 
     async def __aenter__(self) -> Cluster:
         await self.start()
