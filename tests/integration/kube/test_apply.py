@@ -9,6 +9,13 @@ from app.kube.client import KubeClient
 from app.kube.errors import Invalid, NotFound, TooManyRequests, Unavailable
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NAMESPACES, PODS, RESOURCE_FLAVORS
 from tests.integration.kube.conftest import SimControl, job_manifest, list_names
+from tests.integration.kube.manifests import (
+    cluster_queue_manifest,
+    flavor_manifest,
+    local_queue_manifest,
+    namespace_manifest,
+    priority_class_manifest,
+)
 from tests.support.waiting import wait_until
 
 EVIDENCE = "aicp.dev/evidence"
@@ -81,9 +88,10 @@ async def test_deleting_a_job_in_the_background_removes_its_pods(
 
     assert await delete_job(kube, "aicp-del", "sleepy")
 
-    await wait_until(
-        lambda: _nothing(list_names(kube, PODS, "aicp-del")), timeout=10, message="no pods left"
-    )
+    async def no_pods() -> bool:
+        return not await list_names(kube, PODS, "aicp-del")
+
+    await wait_until(no_pods, timeout=10, message="no pods left")
     assert await get(kube, JOBS, "aicp-del", "sleepy") is None
     assert not await delete_job(kube, "aicp-del", "sleepy")
 
@@ -174,74 +182,6 @@ async def _logs(kube: KubeClient, namespace: str, pod: str, tail: int) -> str:
         return await pod_logs(kube, namespace, pod, tail_lines=tail)
     except NotFound:
         return ""
-
-
-async def _nothing(names: object) -> bool:
-    return not await names  # type: ignore[misc]
-
-
-def namespace_manifest(name: str, labels: dict[str, str] | None = None) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": name,
-            "labels": {"app.kubernetes.io/managed-by": "aicp", **(labels or {})},
-        },
-    }
-
-
-def flavor_manifest(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "aicp"}},
-        "spec": {"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}},
-    }
-
-
-def local_queue_manifest(name: str, namespace: str, cluster_queue: str) -> dict[str, object]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": cluster_queue},
-    }
-
-
-def priority_class_manifest(name: str, value: int) -> dict[str, object]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "WorkloadPriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-    }
-
-
-def cluster_queue_manifest(name: str, flavor: str) -> dict[str, object]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "ClusterQueue",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "aicp"}},
-        "spec": {
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "aicp-ssa"}},
-            "resourceGroups": [
-                {
-                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
-                    "flavors": [
-                        {
-                            "name": flavor,
-                            "resources": [
-                                {"name": "cpu", "nominalQuota": "64"},
-                                {"name": "memory", "nominalQuota": "256Gi"},
-                                {"name": "nvidia.com/gpu", "nominalQuota": "8"},
-                            ],
-                        }
-                    ],
-                }
-            ],
-        },
-    }
 
 
 async def test_a_metadata_only_apply_under_a_second_manager_keeps_the_first_managers_spec(

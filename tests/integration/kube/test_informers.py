@@ -10,7 +10,7 @@ from app.kube.client import KubeClient
 from app.kube.informers import Informers
 from app.kube.resources import WORKLOADS
 from tests.integration.kube.conftest import job_manifest, list_names
-from tests.integration.kube.test_apply import (
+from tests.integration.kube.manifests import (
     cluster_queue_manifest,
     flavor_manifest,
     local_queue_manifest,
