@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from app.api.app import ApiDependencies, asgi_app, create_app
+from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import idempotency
 from app.store.db import Database
 from app.store.migrations import migrate
@@ -68,6 +69,7 @@ class Service:
     db: Database | None = None
     app: Litestar | None = None
     components: list[BackgroundComponent] = field(default_factory=list)
+    reconciler: Reconciler | None = None
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
@@ -130,7 +132,27 @@ class Service:
             for running in task:
                 await running
 
-        return [BackgroundComponent("idempotency-purge", start, stop)]
+        return [BackgroundComponent("idempotency-purge", start, stop), self._reconciler_component()]
+
+    def _reconciler_component(self) -> BackgroundComponent:
+        """The reconcile engine; steps register on `self.reconciler` before it starts."""
+        settings = self.settings
+        assert self.db is not None and settings.database_url is not None
+        engine = self.reconciler = Reconciler(
+            self.db,
+            EngineConfig(
+                instance_id=settings.instance_id,
+                dsn=settings.database_url,
+                lease_ttl=settings.lease_ttl_seconds,
+                sweep_interval=settings.sweep_interval_seconds,
+                workers=settings.workers,
+            ),
+        )
+
+        async def stop() -> None:
+            await engine.stop(grace=SHUTDOWN_GRACE_SECONDS)
+
+        return BackgroundComponent("reconciler", engine.start, stop, engine.readiness)
 
     async def _start_background(self) -> None:
         """Start every background component, in order. The reconciler is added here."""

@@ -92,8 +92,9 @@ def create_app(deps: ApiDependencies) -> Litestar:
                 }
             ),
         ),
-        state=None,
         debug=False,
+        # Logging is configured once by the process entry point (app.observability.logs).
+        logging_config=None,
     )
     app.state["db"] = deps.db
     app.state["admin_token"] = deps.admin_token

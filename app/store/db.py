@@ -18,6 +18,7 @@ import asyncpg
 import msgspec
 
 from app.domain.errors import StoreUnavailable
+from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -40,10 +41,11 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.TooManyConnectionsError,
     asyncpg.ConnectionDoesNotExistError,
     asyncpg.AdminShutdownError,
-    asyncpg.InterfaceError,
 )
 
-_PING_ERRORS: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.PostgresError)
+# While connecting, a server error (database does not exist, auth failed, too many clients)
+# also means "unavailable": no statement of ours has run yet.
+_CONNECT_ERRORS: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.PostgresError)
 
 ACQUIRE_TIMEOUT_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -92,33 +94,43 @@ class Database:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def _acquire(self) -> PoolConnectionProxy[asyncpg.Record]:
+        """A pooled connection; any failure to get one means the database is unavailable
+        (refused, gone, wrong database, out of connections, acquire timeout)."""
+        try:
+            return await self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS)
+        except _CONNECT_ERRORS as exc:
+            raise StoreUnavailable() from exc
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Connection]:
         """One connection, in one transaction, committed when the block exits normally."""
+        conn = await self._acquire()
         try:
-            async with (
-                self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS) as conn,
-                conn.transaction(),
-            ):
+            async with conn.transaction():
                 yield conn
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable() from exc
+        finally:
+            await self.pool.release(conn)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """One connection in autocommit mode, for single-statement reads."""
+        conn = await self._acquire()
         try:
-            async with self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS) as conn:
-                yield conn
+            yield conn
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable() from exc
+        finally:
+            await self.pool.release(conn)
 
     async def ping(self) -> bool:
         """True when the database answers a trivial query within a second."""
         try:
             async with self.pool.acquire(timeout=1.0) as conn:
-                return bool(await conn.fetchval("SELECT 1", timeout=1.0))
-        except _PING_ERRORS:
+                return bool(await conn.fetchval(QUERIES["ping"], timeout=1.0))
+        except _CONNECT_ERRORS:
             return False
 
 

@@ -2,7 +2,7 @@
 
 The file is a list of ``-- name: <query_name>`` headers, each followed by one statement.
 Comment lines before a header (section banners, descriptions) belong to no query. Code uses
-``QUERIES["query_name"]``; a unit test checks that every name used in ``app/`` exists.
+``QUERIES[<query_name>]``; a unit test checks that every name used in ``app/`` exists.
 """
 
 from __future__ import annotations

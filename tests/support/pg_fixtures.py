@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import queue
 import secrets
 import tempfile
+import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -27,6 +29,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import pytest_asyncio
 
 from app.config import Settings
 from app.main import Service
@@ -93,15 +96,52 @@ def pg_template(pg_server_url: str) -> Iterator[str]:
     asyncio.run(_admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture
-async def database_url(pg_server_url: str, pg_template: str) -> AsyncIterator[str]:
-    """A private, migrated database for one test."""
+class _Dropper:
+    """Drops test databases on a background thread, so a test does not wait for its drop."""
+
+    def __init__(self, server_url: str) -> None:
+        self.server_url = server_url
+        self.names: queue.Queue[str | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="drop-test-databases", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (name := self.names.get()) is not None:
+            asyncio.run(
+                _admin_execute(self.server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            )
+
+    def drop(self, name: str) -> None:
+        self.names.put(name)
+
+    def finish(self) -> None:
+        self.names.put(None)
+        self.thread.join()
+
+
+@pytest.fixture(scope="session")
+def pg_dropper(pg_server_url: str) -> Iterator[_Dropper]:
+    dropper = _Dropper(pg_server_url)
+    yield dropper
+    dropper.finish()
+
+
+async def _clone(pg_server_url: str, pg_template: str) -> str:
     name = f"t_{secrets.token_hex(6)}"
     await _admin_execute(pg_server_url, f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    return name
+
+
+@pytest.fixture
+async def database_url(
+    pg_server_url: str, pg_template: str, pg_dropper: _Dropper
+) -> AsyncIterator[str]:
+    """A private, migrated database for one test."""
+    name = await _clone(pg_server_url, pg_template)
     try:
         yield with_database(pg_server_url, name)
     finally:
-        await _admin_execute(pg_server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_dropper.drop(name)
 
 
 @pytest.fixture
@@ -158,3 +198,34 @@ async def app_client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
 async def api(app_client: httpx.AsyncClient) -> Api:
     """Shortcuts for setting up projects, tokens and bindings over HTTP (see ``Api``)."""
     return Api(app_client)
+
+
+# --- One service per test module, for tables of requests that change nothing -----------------
+# Tests using these must run on the module's event loop:
+#     pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_service(
+    pg_server_url: str, pg_template: str, pg_dropper: _Dropper
+) -> AsyncIterator[Service]:
+    """aicp on its own database, shared by the tests of one module."""
+    name = await _clone(pg_server_url, pg_template)
+    running = Service(service_settings(with_database(pg_server_url, name)))
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+        pg_dropper.drop(name)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared_client(shared_service: Service) -> AsyncIterator[httpx.AsyncClient]:
+    """An admin HTTP client for ``shared_service``."""
+    async with httpx.AsyncClient(
+        base_url=shared_service.url,
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=30,
+    ) as client:
+        yield client

@@ -1,0 +1,93 @@
+"""Request bodies: every invalid field reported once, by dotted path, in plain words."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.api.paging import decode_cursor, encode_cursor
+from app.api.validation import decode_body, humanize
+from app.domain.errors import MalformedJson, PayloadTooLarge, ValidationFailed
+from app.domain.specs import PoolCreate, WorkloadSpec
+from app.store.paging import Position
+
+
+def errors_of(raw: bytes, struct: type) -> dict[str, str]:
+    with pytest.raises(ValidationFailed) as raised:
+        decode_body(raw, struct)
+    return {error.field: error.message for error in raised.value.errors}
+
+
+def test_a_typo_in_a_field_name_is_reported_as_that_unknown_field() -> None:
+    errors = errors_of(
+        b'{"name": "a", "compute_pool": "p", "image": "i", "replica": 2}', WorkloadSpec
+    )
+    assert errors == {"replica": "unknown field"}
+
+
+def test_several_invalid_fields_are_reported_together() -> None:
+    errors = errors_of(
+        b'{"name": "a", "compute_pool": "p", "image": "i", "accelerators": 65, '
+        b'"replicas": 0, "priority": "urgent", "replica": 1}',
+        WorkloadSpec,
+    )
+    assert errors == {
+        "accelerators": "must be at most 64",
+        "replicas": "must be at least 1",
+        "priority": "'urgent' is not one of the allowed values",
+        "replica": "unknown field",
+    }
+
+
+def test_nested_fields_are_named_by_dotted_path() -> None:
+    errors = errors_of(
+        b'{"name": "p", "accelerator_class": "h100", "quota": {"accelerators": -1, '
+        b'"cpu": "1", "memory": "1Gi", "gpus": 2}}',
+        PoolCreate,
+    )
+    assert set(errors) == {"quota.accelerators"} or set(errors) == {"quota.gpus"}
+
+
+def test_missing_required_fields_are_each_named() -> None:
+    assert errors_of(b"{}", WorkloadSpec) == {
+        "name": "is required",
+        "compute_pool": "is required",
+        "image": "is required",
+    }
+
+
+def test_broken_json_is_malformed_and_oversized_bodies_are_too_large() -> None:
+    with pytest.raises(MalformedJson):
+        decode_body(b'{"name": ', WorkloadSpec)
+    with pytest.raises(PayloadTooLarge):
+        decode_body(b" " * (256 * 1024 + 1), WorkloadSpec)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("Expected `int` <= 64 - at `$.accelerators`", "must be at most 64"),
+        ("Expected `str` of length <= 30", "must be at most 30 characters"),
+        ("Expected `array` of length <= 64", "must have at most 64 entries"),
+        ("Expected `str`, got `int`", "must be of type str, got int"),
+        (
+            "Expected `str` matching regex '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'",
+            "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "
+            "with a letter or digit",
+        ),
+    ],
+)
+def test_library_messages_read_as_plain_words(message: str, expected: str) -> None:
+    assert humanize(message) == expected
+
+
+def test_a_cursor_round_trips_and_a_forged_one_is_rejected() -> None:
+    position = Position(
+        __import__("datetime").datetime(
+            2026, 1, 2, 3, 4, 5, 678901, tzinfo=__import__("datetime").UTC
+        ),
+        "abc",
+    )
+    assert decode_cursor(encode_cursor(position)) == position
+    assert decode_cursor(None) is None
+    with pytest.raises(ValidationFailed):
+        decode_cursor("bm90IGEgY3Vyc29y")
