@@ -7,7 +7,8 @@ The CRD's `openAPIV3Schema` (v1beta2) becomes a JSON Schema (draft 2020-12): des
 `x-kubernetes-validations` (CEL) dropped, `nullable` and `x-kubernetes-int-or-string` turned into
 JSON types, every object without `x-kubernetes-preserve-unknown-fields` closed with
 `additionalProperties: false` (strict field validation), and pod templates replaced by a `$ref` to
-the real `PodTemplateSpec` of the Kubernetes schemas (the CRD inlines a copy of it).
+the real `PodTemplateSpec` of the Kubernetes schemas (the CRD inlines a copy of it). `default`
+stays: validators ignore it, and `kubesim.crd_defaults` applies it as the apiserver does.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ _DROP = (
     "x-kubernetes-list-type",
     "x-kubernetes-list-map-keys",
     "x-kubernetes-map-type",
-    "default",
     "format",
 )
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 from kubesim import fieldowners
 from kubesim.applying import PatchMixin
 from kubesim.clock import Clock
+from kubesim.crd_defaults import apply_crd_defaults
 from kubesim.defaults import (
     check_finalizers,
     check_job_status,
@@ -226,6 +227,7 @@ class Store(PatchMixin, DeletionMixin):
         meta["creationTimestamp"] = self.clock.now_rfc3339()
         meta["generation"] = 1
         prepare_create(rt, obj)
+        apply_crd_defaults(rt, obj)
         self._admit(rt, "CREATE", obj, None)
         if self.validation_enabled:
             validate(rt, obj)
@@ -285,6 +287,7 @@ class Store(PatchMixin, DeletionMixin):
             raise conflict(rt, name)
         result = compose_write(rt, old, new, subresource)
         result["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        apply_crd_defaults(rt, result)
         if subresource is None:
             self._admit(rt, "UPDATE", result, clone(old))
             check_job_update(rt, old, result)

@@ -46,7 +46,9 @@ def _definitions() -> dict[str, Any]:
     return defs
 
 
-def _schema(rt: ResourceType) -> dict[str, Any]:
+@cache
+def schema_for(rt: ResourceType) -> dict[str, Any]:
+    """The JSON schema `rt` objects are validated against (shared: do not mutate)."""
     if rt.is_custom:
         custom: dict[str, Any] = json.loads((CUSTOM_SCHEMAS / f"{rt.plural}.json").read_text())
         return custom
@@ -64,7 +66,7 @@ def _validator(rt: ResourceType) -> Callable[[Obj], list[Problem]]:
     """A Draft 2020-12 validator for `rt`, with the definitions registry resolved once.
     Uses the Rust `jsonschema_rs` when it is installed (~100x faster: this is the apiserver's
     hot path), else the pure-Python `jsonschema` that kubernetes-validate brings."""
-    schema, defs = _schema(rt), _definitions()
+    schema, defs = schema_for(rt), _definitions()
     try:
         import jsonschema_rs
     except ImportError:

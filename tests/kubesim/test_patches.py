@@ -103,3 +103,21 @@ async def test_a_resource_without_status_subresource_has_no_status_path(kube_api
     with pytest.raises(ApiException) as err:
         await custom.get_cluster_custom_object_status(KUEUE, V1BETA2, "resourceflavors", "x")
     assert err.value.status == 404
+
+
+async def test_custom_resources_get_their_crd_defaults(kube_api):
+    custom = client.CustomObjectsApi(kube_api)
+    body = {
+        "apiVersion": f"{KUEUE}/{V1BETA2}",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {"namespaceSelector": {}},
+    }
+    created = await custom.create_cluster_custom_object(KUEUE, V1BETA2, "clusterqueues", body)
+    assert created["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert created["spec"]["preemption"] == {
+        "borrowWithinCohort": {"policy": "Never"},
+        "reclaimWithinCohort": "Never",
+        "withinClusterQueue": "Never",
+    }
+    assert created["spec"]["stopPolicy"] == "None"
