@@ -101,7 +101,8 @@ class Kubelet:
         self._clock = clock
         self.pods = store.resource("", "pods")
         self.queue: WorkQueue[Key] = WorkQueue(clock)
-        self._started: dict[str, float] = {}  # pod uid -> simulated start, sub-second exact
+        # pod uid -> simulated time its containers started (or its image pull first failed)
+        self._started: dict[str, float] = {}
 
     def on_pod_event(self, event: WatchEvent) -> None:
         pod = event.object
@@ -257,7 +258,12 @@ class Kubelet:
         previous = _waiting_reason(pod.get("status") or {})
         if previous == "ImagePullBackOff":
             return None
+        uid = pod["metadata"]["uid"]
         if previous == "ErrImagePull":
+            # The first pull failed at `_started[uid]`; back off only once that is long enough ago.
+            waited = self._clock.now() - self._started.setdefault(uid, self._clock.now())
+            if waited < PULL_BACKOFF_AFTER:
+                return PULL_BACKOFF_AFTER - waited
             state = {
                 "waiting": {
                     "reason": "ImagePullBackOff",
@@ -277,6 +283,7 @@ class Kubelet:
                 }
             }
             after = PULL_BACKOFF_AFTER
+            self._started[uid] = self._clock.now()
         status = self._base_status(pod)
         status.update(
             phase="Pending",
