@@ -14,7 +14,7 @@ from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
 from app.api.pools import raise_violations
 from app.api.preconditions import etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
-from app.domain.specs import WorkloadSpec
+from app.domain.specs import NAME_PATTERN, WorkloadSpec
 from app.domain.states import Role, WorkloadState
 from app.domain.validation import check_workload
 from app.domain.workload_resources import WorkloadList, WorkloadResource
@@ -35,7 +35,10 @@ StateFilter = Annotated[
     ),
 ]
 PoolFilter = Annotated[
-    str | None, Parameter(max_length=30, description="Only workloads of this compute pool")
+    str | None,
+    Parameter(
+        max_length=30, pattern=NAME_PATTERN, description="Only workloads of this compute pool"
+    ),
 ]
 
 

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
-from app.domain.specs import RESERVED_NAME_PREFIXES, PoolCreate, PoolPatch, Quota, WorkloadSpec
+from app.domain.specs import (
+    NAME_PATTERN,
+    RESERVED_NAME_PREFIXES,
+    PoolCreate,
+    PoolPatch,
+    Quota,
+    WorkloadSpec,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,6 +42,18 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io")
 _WHITESPACE = re.compile(r"\s")
 _MILLI = Decimal("0.001")
+
+
+_NAME = re.compile(NAME_PATTERN)
+
+
+def is_name(text: str) -> bool:
+    """True when `text` could name a project, pool or workload (a DNS-1123 label).
+
+    Lookups by a name from a URL check this first: a name that cannot exist is simply not
+    found, and text PostgreSQL would refuse (a NUL byte) never reaches it.
+    """
+    return len(text) <= 63 and _NAME.fullmatch(text) is not None
 
 
 def check_name(field: str, name: str) -> list[Violation]:

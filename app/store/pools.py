@@ -34,6 +34,7 @@ from app.domain.errors import (
     ValidationFailed,
 )
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
+from app.domain.validation import is_name
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
 from app.store.projects import ensure_project_live
@@ -129,7 +130,7 @@ async def create(
 
 async def get(conn: Connection, project: ProjectScope, name: str) -> PoolResource:
     """The pool with its usage; `NotFound` when there is none (or it was finalized)."""
-    row = await conn.fetchrow(QUERIES["pool_by_name"], project.id, name)
+    row = await conn.fetchrow(QUERIES["pool_by_name"], project.id, name) if is_name(name) else None
     if row is None:
         raise NotFound(f"Compute pool {name!r} not found.")
     return pool_from_row(row, project.name)
@@ -167,7 +168,7 @@ async def lock_for_workload(conn: Connection, project: ProjectScope, name: str) 
 async def _locked(
     conn: Connection, query: str, project: ProjectScope, name: str, if_match: int | None
 ) -> asyncpg.Record:
-    row = await conn.fetchrow(query, project.id, name)
+    row = await conn.fetchrow(query, project.id, name) if is_name(name) else None
     if row is None:
         raise NotFound(f"Compute pool {name!r} not found.")
     if if_match is not None and if_match != row["generation"]:

@@ -25,7 +25,7 @@ from app.domain.errors import (
     NotFound,
 )
 from app.domain.specs import Quota
-from app.domain.validation import check_fits_pool
+from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
 from app.store.audit import record_event, ring_doorbell
@@ -122,7 +122,11 @@ async def create(
 
 
 async def _row(conn: Connection, project: ProjectScope, name: str) -> asyncpg.Record:
-    row = await conn.fetchrow(QUERIES["workload_by_name"], project.id, name)
+    row = (
+        await conn.fetchrow(QUERIES["workload_by_name"], project.id, name)
+        if is_name(name)
+        else None
+    )
     if row is None:
         raise NotFound(f"Workload {name!r} not found.")
     return row
@@ -167,7 +171,7 @@ async def page(
 async def _lock(
     conn: Connection, project: ProjectScope, name: str, if_match: int | None
 ) -> asyncpg.Record:
-    row = await conn.fetchrow(QUERIES["lock_workload"], project.id, name)
+    row = await conn.fetchrow(QUERIES["lock_workload"], project.id, name) if is_name(name) else None
     if row is None:
         raise NotFound(f"Workload {name!r} not found.")
     if if_match is not None and if_match != row["generation"]:

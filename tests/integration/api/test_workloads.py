@@ -198,5 +198,10 @@ async def test_events_page_newest_first(api: Api) -> None:
 async def test_an_unknown_workload_is_404(api: Api) -> None:
     await project_with_pool(api)
     for method in ("GET", "DELETE"):
-        response = await api.client.request(method, f"{WORKLOADS}/nope")
-        assert response.status_code == 404 and response.json()["type"].endswith("/not-found")
+        for name in ("nope", "no%00pe", "NOPE"):
+            response = await api.client.request(method, f"{WORKLOADS}/{name}")
+            assert response.status_code == 404, (method, name, response.text)
+            assert response.json()["type"].endswith("/not-found")
+    odd_filter = await api.client.get(WORKLOADS, params={"compute_pool": "h100\x00"})
+    assert odd_filter.status_code == 422
+    assert [e["field"] for e in odd_filter.json()["errors"]] == ["compute_pool"]
