@@ -244,11 +244,15 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
 
 def _list(state: AppState, rt: ResourceType, namespace: str | None, q: Any) -> web.Response:
     store = state.store
+    rv = store.resource_version
+    asked = q.get("resourceVersion")
+    if asked and asked.isdigit() and int(asked) > rv:
+        # The real apiserver waits ~3 s for its cache to catch up, then gives up the same way.
+        raise StoreError(504, "Timeout", f"Too large resource version: {asked}, current: {rv}")
     entries = store.entries(
         rt, namespace, label_selector=q.get("labelSelector"), field_selector=q.get("fieldSelector")
     )
     limit = int(q.get("limit") or 0)
-    rv = store.resource_version
     items, cont, remaining, rv = page(
         entries, limit, q.get("continue"), rv, store.hub.oldest_available
     )

@@ -96,3 +96,10 @@ async def test_an_expired_continue_token_is_410(kube_api, kube_cluster):
     with pytest.raises(ApiException) as err:
         await core.list_namespaced_pod("default", limit=1, _continue=first.metadata._continue)
     assert err.value.status == 410
+
+
+async def test_a_list_at_a_future_resource_version_times_out(kube_cluster, kube_api):
+    future = str(kube_cluster.store.resource_version + 100)
+    with pytest.raises(ApiException) as err:
+        await client.CoreV1Api(kube_api).list_namespaced_pod("default", resource_version=future)
+    assert err.value.status == 504 and "Too large resource version" in err.value.body
