@@ -1,0 +1,143 @@
+"""What every step shares: the database, the cluster, the informer caches, and the writes that
+must be fenced and audited together.
+
+`StepContext.write_status` is the one way a step changes a resource's status: the fenced,
+generation-guarded status update and its event rows commit in one transaction, so the audit
+trail (invariant 10) never misses a state change and never shows one that did not land.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
+from app.reconcile.steps.routing import PoolRoutes
+from app.store import reconciling
+from app.store.audit import record_event
+
+if TYPE_CHECKING:
+    import uuid
+
+    from app.kube.client import KubeClient
+    from app.kube.informers import Informers
+    from app.reconcile.fencing import Fence
+    from app.store.db import Database
+    from app.store.reconciling import TombstoneKind, Written
+
+log = logging.getLogger("aicp.reconcile")
+
+#: How often the gauges counted from the database (workloads by state, stuck deletions) are
+#: refreshed, at most; steps trigger the refresh, so an idle replica does not query.
+GAUGE_REFRESH_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event row to record with a status write."""
+
+    type: str
+    message: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """The resource a step works on, as its event rows name it."""
+
+    kind: TombstoneKind
+    id: uuid.UUID
+    project_id: uuid.UUID | None
+    name: str
+
+
+@dataclass
+class StepContext:
+    """Shared by the steps of one engine (one replica)."""
+
+    db: Database
+    kube: KubeClient
+    informers: Informers
+    instance_id: str
+    routes: PoolRoutes = field(default_factory=PoolRoutes)
+    priority_classes_applied: bool = False
+    _gauges_at: float = float("-inf")
+
+    @property
+    def actor(self) -> str:
+        """The actor of every event the controller writes."""
+        return f"controller:{self.instance_id}"
+
+    async def write_status(
+        self,
+        fence: Fence,
+        subject: Subject,
+        *,
+        generation: int,
+        state: str,
+        reason: str,
+        observed: dict[str, Any],
+        events: list[Event] | None = None,
+    ) -> Written:
+        """Fenced status write plus its events, in one transaction.
+
+        Raises `LeaseLost` when the lease moved. Returns `written=False` (and records no
+        event) when the row moved on to another generation or a deletion meanwhile.
+        """
+        async with self.db.transaction() as conn:
+            written = await reconciling.set_status(
+                conn,
+                subject.kind,
+                owner=fence.owner,
+                epoch=fence.epoch,
+                resource_id=subject.id,
+                generation=generation,
+                state=state,
+                reason=reason,
+                observed=observed,
+            )
+            if not written.held:
+                raise fence.lost(f"status write of {subject.kind} {subject.name}")
+            if written.written:
+                for event in events or ():
+                    await self.record(conn, subject, event, generation)
+        return written
+
+    async def record(self, conn: Any, subject: Subject, event: Event, generation: int) -> None:
+        """Append one controller event inside the caller's transaction."""
+        await record_event(
+            conn,
+            project_id=subject.project_id,
+            kind=subject.kind,
+            resource_id=subject.id,
+            resource_name=subject.name,
+            type=event.type,
+            reason=event.reason,
+            message=event.message,
+            generation=generation,
+            actor=self.actor,
+        )
+
+    async def refresh_gauges(self) -> None:
+        """Recount workloads by state and stuck deletions, at most every few seconds."""
+        now = time.monotonic()
+        if now - self._gauges_at < GAUGE_REFRESH_SECONDS:
+            return
+        self._gauges_at = now
+        async with self.db.connection() as conn:
+            states = await reconciling.workload_state_counts(conn)
+            stuck = await reconciling.stuck_deleting_counts(conn)
+        for state in (
+            "PENDING",
+            "QUEUED",
+            "ADMITTED",
+            "RUNNING",
+            "SUCCEEDED",
+            "FAILED",
+            "DELETING",
+        ):
+            WORKLOADS_BY_STATE.labels(state).set(states.get(state, 0))
+        for kind, count in stuck.items():
+            STUCK_DELETING.labels(kind).set(count)

@@ -1,0 +1,131 @@
+"""Drift of a workload's Job (DESIGN.md §8): labels changed by hand, the Job deleted by hand.
+
+- Metadata: the labels and finalizer aicp declares are compared with the live Job
+  (`declared_drift`) and restored by applying `render_job_metadata_only` under its own field
+  manager (`aicp-metadata`). The full body is never re-applied to an existing Job: that would
+  declare `suspend: true` again and re-suspend a Job Kueue has started.
+- Deletion: a Job deleted by hand keeps `deletionTimestamp` plus the `aicp.dev/evidence`
+  finalizer. Its facts are recorded first (a fenced write), then the finalizer is removed;
+  once the Job is gone the workload step recreates it as a new attempt and records
+  `DriftCorrected`. A finished workload's Job may be removed: that is not drift.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from app.domain.classify_kube import field, name_of
+from app.domain.render import declared_drift, render_job_metadata_only
+from app.domain.render_labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
+from app.kube.apply import apply, remove_finalizer
+from app.kube.resources import JOBS
+from app.observability.metrics import DRIFT_CORRECTIONS
+from app.reconcile.fencing import fenced_transaction
+from app.reconcile.steps.context import Event, Subject
+from app.reconcile.steps.evidence import (
+    PREVIOUS_ATTEMPTS,
+    current_facts,
+    milestones,
+    observe,
+    summary,
+)
+from app.reconcile.workers import Result
+
+if TYPE_CHECKING:
+    from app.domain.rendering_inputs import JobIdentity
+    from app.domain.specs import WorkloadSpec
+    from app.kube.cache import Obj
+    from app.reconcile.fencing import Fence
+    from app.reconcile.steps.context import StepContext
+    from app.store.reconciling import WorkloadRow
+
+log = logging.getLogger("aicp.reconcile")
+
+
+def subject_of(row: WorkloadRow) -> Subject:
+    return Subject(kind="workload", id=row.id, project_id=row.project_id, name=row.name)
+
+
+def has_evidence_finalizer(job: Obj) -> bool:
+    return EVIDENCE_FINALIZER in (field(job, "metadata", "finalizers") or ())
+
+
+async def restore_job_metadata(
+    ctx: StepContext,
+    fence: Fence,
+    row: WorkloadRow,
+    spec: WorkloadSpec,
+    identity: JobIdentity,
+    job: Obj,
+) -> bool:
+    """Re-apply the Job's labels and finalizer if someone changed them; True if it did."""
+    desired = render_job_metadata_only(identity, spec)
+    found = declared_drift({"metadata": desired["metadata"]}, {"metadata": job.get("metadata")})
+    if not found:
+        return False
+    await apply(ctx.kube, desired, field_manager=JOB_METADATA_FIELD_MANAGER)
+    DRIFT_CORRECTIONS.labels("Job").inc()
+    message = f"Restored Job {identity.job_name}: {'; '.join(found)}."
+    log.info("drift corrected on workload %s/%s: %s", row.project, row.name, message)
+    async with fenced_transaction(ctx.db, fence) as conn:
+        await ctx.record(
+            conn,
+            subject_of(row),
+            Event("DriftCorrected", message, "LabelsRestored"),
+            row.generation,
+        )
+    return True
+
+
+async def job_deleted(
+    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj
+) -> Result:
+    """The current generation's Job is being deleted by someone else: record its evidence,
+    then let it go. The next step, finding no Job, recreates it (`recreated_event`)."""
+    if not has_evidence_finalizer(job):
+        return Result.done()  # nothing holds it any more; its DELETED event comes next
+    name = name_of(job)
+    settled = row.observed_generation == row.generation and row.state in ("SUCCEEDED", "FAILED")
+    if not settled:
+        classification = observe(ctx, row, spec, job)
+        facts = current_facts(row, classification.evidence)
+        state, reason = classification.state.value, classification.reason
+        events = [Event(kind, message) for kind, message in milestones(row.state, classification)]
+        if not classification.state.is_terminal:
+            # The next Job is a new attempt; attempts so far carry over to it.
+            facts[PREVIOUS_ATTEMPTS] = facts.get("attempts", 0)
+            reason = (
+                f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
+                "Job will replace it."
+            )
+        events.append(Event("EvidenceRecorded", summary(classification.evidence, name)))
+        written = await ctx.write_status(
+            fence,
+            subject_of(row),
+            generation=row.generation,
+            state=state,
+            reason=reason,
+            observed=facts,
+            events=events,
+        )
+        if not written.written:
+            return Result.done()  # the row moved on; the step runs again for what it is now
+        log.info("workload %s/%s: Job %s deleted outside aicp", row.project, row.name, name)
+    # Only now, after the fenced write landed, may the Job go.
+    await remove_finalizer(
+        ctx.kube, JOBS, field(job, "metadata", "namespace"), name, EVIDENCE_FINALIZER, current=job
+    )
+    return Result.release() if settled else Result.done()
+
+
+def recreated_event(row: WorkloadRow, job_name: str, attempts: int) -> Event:
+    """The `DriftCorrected` event of a Job recreated after someone deleted it."""
+    DRIFT_CORRECTIONS.labels("Job").inc()
+    log.info("drift corrected on workload %s/%s: Job %s recreated", row.project, row.name, job_name)
+    return Event(
+        "DriftCorrected",
+        f"Job {job_name} was deleted outside aicp while the workload was {row.state}; its "
+        f"evidence was recorded and the Job was recreated (attempt {attempts + 1}).",
+        "JobRecreated",
+    )

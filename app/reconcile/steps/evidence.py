@@ -1,0 +1,166 @@
+"""Observing a workload's Job: classification from the informer caches, and its evidence as
+stored in the row's `observed` column (DESIGN.md §6 "Evidence finalizer", §7).
+
+`observed` is `ObservedFacts` (the API's status fields) plus one bookkeeping key,
+`previous_attempts`: the attempts of earlier incarnations of the same generation's Job (one
+deleted by hand and recreated), so `attempts` keeps counting across them. Facts recorded for
+one generation are never merged into another's (invariant 6).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from app.domain.classify import Classification, classify
+from app.domain.classify_evidence import Evidence, context_for, merge_evidence
+from app.domain.classify_kube import field, is_true, name_of
+from app.domain.classify_pool import pool_snapshot
+from app.domain.naming import cluster_queue_name
+from app.domain.rendering_inputs import JobIdentity
+from app.domain.specs import WorkloadSpec
+from app.domain.states import WorkloadState
+from app.kube.informers import JOB_NAME_LABEL, KUEUE_JOB_UID_LABEL
+
+if TYPE_CHECKING:
+    from app.kube.cache import Obj
+    from app.reconcile.steps.context import StepContext
+    from app.store.reconciling import WorkloadRow
+
+PREVIOUS_ATTEMPTS = "previous_attempts"
+
+#: Milestones in the order a workload passes them; a state change emits one event for each
+#: milestone it crosses (a Job that starts between two observations still gets `Admitted`).
+_RANK = {
+    WorkloadState.PENDING: 0,
+    WorkloadState.QUEUED: 1,
+    WorkloadState.ADMITTED: 2,
+    WorkloadState.RUNNING: 3,
+    WorkloadState.SUCCEEDED: 4,
+    WorkloadState.FAILED: 4,
+}
+
+
+def spec_of(row: WorkloadRow) -> WorkloadSpec:
+    return msgspec.convert(row.spec, WorkloadSpec)
+
+
+def identity_of(row: WorkloadRow, generation: int | None = None) -> JobIdentity:
+    """The Job identity of the row's current generation (or of `generation`)."""
+    return JobIdentity(
+        project=row.project,
+        workload=row.name,
+        uid=str(row.id),
+        generation=row.generation if generation is None else generation,
+    )
+
+
+def job_generation(job: Obj) -> int | None:
+    """The generation a Job was created for, from its `aicp.dev/generation` label."""
+    value = field(job, "metadata", "labels", "aicp.dev/generation")
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def job_finished(job: Obj) -> bool:
+    return is_true(job, "Complete") or is_true(job, "Failed")
+
+
+def observe(
+    ctx: StepContext, row: WorkloadRow, spec: WorkloadSpec, job: Obj | None
+) -> Classification:
+    """Classify `job` from what the informers hold now: its pods, its Kueue Workload, the
+    nodes, and the pool's ClusterQueue (for the numbers in a waiting-for-quota reason)."""
+    informers = ctx.informers
+    pods: list[Obj] = []
+    kueue_workload: Obj | None = None
+    if job is not None:
+        pods = informers.pods.by_label(JOB_NAME_LABEL, name_of(job))
+        uid = field(job, "metadata", "uid")
+        if uid:
+            found = informers.workloads.by_label(KUEUE_JOB_UID_LABEL, str(uid))
+            kueue_workload = found[0] if found else None
+    queue = informers.cluster_queues.get(None, cluster_queue_name(row.project, row.pool))
+    snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
+    context = context_for(spec, accelerator_resource=row.accelerator_resource, pool=snapshot)
+    return classify(job, kueue_workload, pods, informers.nodes.list(), context=context)
+
+
+def recorded(row: WorkloadRow) -> Evidence:
+    """The evidence stored in the row (whatever generation it describes)."""
+    return msgspec.convert(row.observed, Evidence, strict=False)
+
+
+def previous_attempts(row: WorkloadRow) -> int:
+    value = row.observed.get(PREVIOUS_ATTEMPTS, 0)
+    return value if isinstance(value, int) else 0
+
+
+def stored(evidence: Evidence, *, previous: int) -> dict[str, Any]:
+    """The `observed` column value for `evidence`."""
+    facts: dict[str, Any] = msgspec.to_builtins(evidence)
+    facts[PREVIOUS_ATTEMPTS] = previous
+    return facts
+
+
+def facts_for(row: WorkloadRow, current: Evidence, generation: int) -> dict[str, Any]:
+    """The row's evidence for `generation` after observing `current` (that generation's Job).
+
+    Facts the row already records for that generation are kept where the objects no longer
+    show them (merge_evidence); facts of another generation are dropped, never shown as
+    current. Attempts of earlier incarnations of the Job are added to the Job's own.
+    """
+    same = row.observed_generation == generation
+    previous = previous_attempts(row) if same else 0
+    counted = msgspec.structs.replace(current, attempts=previous + current.attempts)
+    if same:
+        counted = merge_evidence(recorded(row), counted)
+    return stored(counted, previous=previous)
+
+
+def current_facts(row: WorkloadRow, current: Evidence) -> dict[str, Any]:
+    """`facts_for` the row's current generation."""
+    return facts_for(row, current, row.generation)
+
+
+def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
+    """(event type, message) for every milestone crossed from state `old` to `new.state`."""
+    state = new.state
+    if old == state:
+        return []
+    try:
+        before = _RANK.get(WorkloadState(old), 0)
+    except ValueError:
+        before = 0
+    after = _RANK[state]
+    if after < before:
+        # Back to the queue: Kueue evicted or preempted the workload.
+        kind = "Preempted" if "Preempted" in new.reason else "Requeued"
+        return [(kind, new.reason)]
+    events: list[tuple[str, str]] = []
+    if before < _RANK[WorkloadState.ADMITTED] <= after:
+        admission = new.evidence.admission
+        where = f" by cluster queue {admission.cluster_queue}" if admission else ""
+        flavor = f" on flavor {admission.flavor}" if admission and admission.flavor else ""
+        events.append(("Admitted", f"Kueue admitted the workload{where}{flavor}."))
+    ran = state == WorkloadState.RUNNING or new.evidence.started_at is not None
+    if before < _RANK[WorkloadState.RUNNING] <= after and ran:
+        started = new.reason if state == WorkloadState.RUNNING else "The workload's pods started."
+        events.append(("Started", started))
+    if state == WorkloadState.SUCCEEDED:
+        events.append(("Succeeded", new.reason))
+    elif state == WorkloadState.FAILED:
+        events.append(("Failed", new.reason))
+    return events
+
+
+def summary(evidence: Evidence, job_name: str) -> str:
+    """A one-sentence account of the evidence recorded for a Job (EvidenceRecorded events)."""
+    parts = [f"attempts {evidence.attempts}"]
+    if evidence.nodes:
+        parts.append(f"nodes {', '.join(evidence.nodes)}")
+    if evidence.accelerator and evidence.accelerator.product:
+        parts.append(f"accelerator {evidence.accelerator.product}")
+    if evidence.exit_code is not None:
+        parts.append(f"exit code {evidence.exit_code}")
+    return f"Recorded the evidence of Job {job_name}: {'; '.join(parts)}."

@@ -1,0 +1,192 @@
+"""The pool step: a ResourceFlavor, a ClusterQueue and a LocalQueue per pool (DESIGN.md §6).
+
+One call, in order:
+
+1. row gone → forget its route, release; deletion requested → remove the LocalQueue and the
+   ClusterQueue, the flavor if no other live pool uses it (invariant 9), and once the
+   ClusterQueue is gone and no workload row references the pool, finalize;
+2. the project's namespace not applied yet → look again shortly;
+3. a new generation (quota change) or a ClusterQueue that lacks what aicp declares (drift,
+   or gone) → apply all three objects; drift is recorded as `DriftCorrected`;
+4. status from the ClusterQueue (`classify_pool`): state, reason, usage → fenced write when
+   anything changed, an event when the state changed.
+
+A flavor may be shared by pools of several projects. Applying and deleting it both happen
+under a transaction-scoped advisory lock on its name, and the delete re-counts the live pools
+using it under that lock, so a pool being created never loses its flavor to one being deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from app.domain.classify_pool import classify_pool
+from app.domain.render import (
+    PoolIdentity,
+    declared_drift,
+    render_cluster_queue,
+    render_local_queue,
+    render_resource_flavor,
+)
+from app.domain.specs import BindingPut, Quota
+from app.kube.apply import apply, delete, get
+from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
+from app.observability.metrics import DRIFT_CORRECTIONS
+from app.reconcile.fencing import fenced_transaction
+from app.reconcile.steps.context import Event, Subject
+from app.reconcile.steps.deletion import finalize
+from app.reconcile.workers import Result
+from app.store import reconciling
+
+if TYPE_CHECKING:
+    import uuid
+
+    from app.kube.cache import Obj
+    from app.reconcile.fencing import Fence
+    from app.reconcile.steps.context import StepContext
+    from app.store.reconciling import PoolRow
+
+log = logging.getLogger("aicp.reconcile")
+
+WAIT_SECONDS = 0.5
+#: While a deletion waits for the pool's workloads to be finalized.
+DELETION_RECHECK_SECONDS = 1.0
+
+
+def _subject(row: PoolRow) -> Subject:
+    return Subject(kind="pool", id=row.id, project_id=row.project_id, name=row.name)
+
+
+def _identity(row: PoolRow) -> PoolIdentity:
+    return PoolIdentity(project=row.project, pool=row.name, accelerator_class=row.accelerator_class)
+
+
+class PoolStep:
+    """The `ReconcileFn` of kind `pool`."""
+
+    def __init__(self, ctx: StepContext) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, pool_id: uuid.UUID, fence: Fence, /) -> Result:
+        ctx = self.ctx
+        await ctx.routes.load(ctx.db)
+        async with ctx.db.connection() as conn:
+            row = await reconciling.load_pool(conn, pool_id)
+        if row is None:
+            ctx.routes.forget(pool_id)
+            return Result.release()
+        ctx.routes.learn(row.project, row.name, row.id)
+        identity = _identity(row)
+        binding = msgspec.convert(row.binding, BindingPut)
+        if row.deleting:
+            return await self._delete(fence, row, identity, binding)
+        if not row.project_ready:
+            return Result.requeue(WAIT_SECONDS)
+
+        desired = render_cluster_queue(identity, msgspec.convert(row.quota, Quota), binding)
+        queue = ctx.informers.cluster_queues.get(None, identity.cluster_queue)
+        new_generation = row.observed_generation != row.generation
+        found: list[str] = []
+        if not new_generation:
+            if queue is None:
+                # Not in the cache: ask the server before calling it drift.
+                queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+            found = declared_drift(desired, queue)
+        events: list[Event] = []
+        if new_generation or found:
+            queue = await self._apply(row, identity, binding, desired)
+            if found:
+                DRIFT_CORRECTIONS.labels("ClusterQueue").inc()
+                message = f"Restored the pool's queues: {'; '.join(found)}."
+                log.info("drift corrected on pool %s/%s: %s", row.project, row.name, message)
+                events.append(Event("DriftCorrected", message, "QueuesRestored"))
+            else:
+                quota = row.quota
+                events.append(
+                    Event(
+                        "QueuesApplied",
+                        f"Applied ClusterQueue {identity.cluster_queue} with quota "
+                        f"{quota['accelerators']} {binding.resource_name}, cpu {quota['cpu']}, "
+                        f"memory {quota['memory']} (generation {row.generation}), and "
+                        f"LocalQueue {identity.local_queue} in {identity.namespace}.",
+                    )
+                )
+        return await self._record(fence, row, identity, binding, queue, events)
+
+    async def _apply(
+        self, row: PoolRow, identity: PoolIdentity, binding: BindingPut, desired: Obj
+    ) -> Obj:
+        ctx = self.ctx
+        async with ctx.db.transaction() as conn:
+            await reconciling.lock_flavor(conn, binding.flavor)
+            await apply(ctx.kube, render_resource_flavor(binding))
+        queue = await apply(ctx.kube, desired)
+        await apply(ctx.kube, render_local_queue(identity))
+        log.info("pool %s/%s generation %d: queues applied", row.project, row.name, row.generation)
+        return queue
+
+    async def _record(
+        self,
+        fence: Fence,
+        row: PoolRow,
+        identity: PoolIdentity,
+        binding: BindingPut,
+        queue: Obj | None,
+        events: list[Event],
+    ) -> Result:
+        state, reason, usage = classify_pool(queue, resource_name=binding.resource_name)
+        observed: dict[str, Any] = {
+            "cluster_queue": identity.cluster_queue,
+            "local_queue": identity.local_queue,
+            "usage": msgspec.to_builtins(usage),
+        }
+        if state.value != row.state:
+            events.append(Event(state.value.capitalize(), reason))
+        unchanged = (
+            state.value == row.state
+            and reason == row.state_reason
+            and observed == row.observed
+            and row.observed_generation == row.generation
+        )
+        if unchanged and not events:
+            return Result.done()
+        written = await self.ctx.write_status(
+            fence,
+            _subject(row),
+            generation=row.generation,
+            state=state.value,
+            reason=reason,
+            observed=observed,
+            events=events,
+        )
+        if written.written and state.value != row.state:
+            log.info("pool %s/%s: %s -> %s: %s", row.project, row.name, row.state, state, reason)
+        return Result.done()
+
+    async def _delete(
+        self, fence: Fence, row: PoolRow, identity: PoolIdentity, binding: BindingPut
+    ) -> Result:
+        ctx = self.ctx
+        await delete(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
+        await delete(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+        async with fenced_transaction(ctx.db, fence) as conn:
+            await reconciling.lock_flavor(conn, binding.flavor)
+            if await reconciling.flavor_other_users(conn, binding.flavor, row.id) == 0:
+                await delete(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
+        async with ctx.db.connection() as conn:
+            in_use = await reconciling.pool_has_workloads(conn, row.id)
+        if in_use or await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue):
+            return Result.requeue(DELETION_RECHECK_SECONDS)
+        ctx.routes.forget(row.id)
+        final = {
+            "generation": row.generation,
+            "observed_generation": row.observed_generation,
+            "quota": row.quota,
+            "accelerator_class": row.accelerator_class,
+            "state": "DELETED",
+            "reason": f"Compute pool {row.name} was deleted; its queues are gone.",
+        }
+        return await finalize(ctx, fence, _subject(row), row.generation, final)

@@ -1,0 +1,140 @@
+"""From informer events to resource keys (DESIGN.md §5, STYLE.md "By key and by level").
+
+The handler runs on an informer's task between two events: it only looks at the object and
+in-memory tables and enqueues a key, never doing I/O.
+
+| object        | resource        | how                                                         |
+|---------------|-----------------|-------------------------------------------------------------|
+| Job, Pod      | workload        | label `aicp.dev/uid`; for a Job whose label was removed by   |
+|               |                 | hand, the uid last seen on that Job                          |
+| Kueue Workload| workload        | its owner Job (ownerReferences) → that Job's uid            |
+| ClusterQueue  | pool            | by name, through `PoolRoutes` (filled by the pool steps)    |
+| Node          | —               | nodes change evidence only through the pods that use them   |
+
+Workload keys go through `enqueue_local`: a workload that needs attention is either leased
+here, leased by a peer (who sees the same event), or swept within a second. Pool keys use
+`wake` instead: a settled pool needs no sweep, so a changed ClusterQueue (usage, drift) must
+be able to win the pool's lease back.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+from app.domain.naming import cluster_queue_name
+from app.domain.render_labels import UID_LABEL
+from app.store import reconciling
+
+if TYPE_CHECKING:
+    from app.kube.cache import Key, Obj
+    from app.kube.informers import Informers
+    from app.kube.watching import EventType
+    from app.reconcile.engine import Reconciler
+    from app.store.db import Database
+
+log = logging.getLogger(__name__)
+
+
+def _uuid(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def _label(obj: Obj, label: str) -> str | None:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    value = labels.get(label)
+    return str(value) if value is not None else None
+
+
+class PoolRoutes:
+    """ClusterQueue name → pool id, learned from the pool rows the steps read.
+
+    Filled by every pool step and once from the database by the first step after start
+    (`load`); a ClusterQueue event that arrives before its pool is known is not routed —
+    its next change will be, and pools that still need work are swept anyway.
+    """
+
+    def __init__(self) -> None:
+        self._by_queue: dict[str, uuid.UUID] = {}
+        self.loaded = False
+
+    def learn(self, project: str, pool: str, pool_id: uuid.UUID) -> None:
+        self._by_queue[cluster_queue_name(project, pool)] = pool_id
+
+    def forget(self, pool_id: uuid.UUID) -> None:
+        for name in [n for n, i in self._by_queue.items() if i == pool_id]:
+            del self._by_queue[name]
+
+    def pool_of(self, cluster_queue: str) -> uuid.UUID | None:
+        return self._by_queue.get(cluster_queue)
+
+    async def load(self, db: Database) -> None:
+        """Learn every pool (once per process)."""
+        if self.loaded:
+            return
+        async with db.connection() as conn:
+            for pool_id, project, pool in await reconciling.pool_routes(conn):
+                self.learn(project, pool, pool_id)
+        self.loaded = True
+
+
+class EventRouter:
+    """The informer handler: maps each changed object to the resource key it concerns."""
+
+    def __init__(self, engine: Reconciler, informers: Informers, routes: PoolRoutes) -> None:
+        self._engine = engine
+        self._informers = informers
+        self._routes = routes
+        # Job (namespace, name) → workload id, so a Job whose uid label was removed by hand
+        # still reaches its workload (which then restores the label).
+        self._job_owner: dict[Key, uuid.UUID] = {}
+
+    def __call__(self, event_type: EventType, obj: Obj) -> None:
+        kind = obj.get("kind")
+        if kind == "Job":
+            self._job(event_type, obj)
+        elif kind == "Pod":
+            self._workload(_uuid(_label(obj, UID_LABEL)))
+        elif kind == "Workload":
+            self._kueue_workload(obj)
+        elif kind == "ClusterQueue":
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            pool_id = self._routes.pool_of(name)
+            if pool_id is not None:
+                self._engine.wake("pool", pool_id)
+
+    def workload_of_job(self, obj: Obj) -> uuid.UUID | None:
+        """The workload a Job belongs to: its uid label, else the uid last seen on it."""
+        found = _uuid(_label(obj, UID_LABEL))
+        return found if found is not None else self._job_owner.get(_key(obj))
+
+    def _job(self, event_type: EventType, obj: Obj) -> None:
+        workload_id = self.workload_of_job(obj)
+        key = _key(obj)
+        if event_type == "DELETED":
+            self._job_owner.pop(key, None)
+        elif workload_id is not None:
+            self._job_owner[key] = workload_id
+        self._workload(workload_id)
+
+    def _kueue_workload(self, obj: Obj) -> None:
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if owner.get("kind") != "Job":
+                continue
+            job = self._informers.jobs.get(namespace, str(owner.get("name") or ""))
+            if job is not None:
+                self._workload(self.workload_of_job(job))
+
+    def _workload(self, workload_id: uuid.UUID | None) -> None:
+        if workload_id is not None:
+            self._engine.enqueue_local("workload", workload_id)

@@ -1,0 +1,222 @@
+"""The workload step: from an accepted spec to a finished, evidenced Job (DESIGN.md §3 to §8).
+
+One call reads the row and the informer caches and takes the first corrective action that
+applies, in this order:
+
+1. row gone → release the lease; deletion requested → `deletion.delete_workload`;
+2. a Job of an older generation exists → retire it (delete, record evidence, drop the
+   finalizer) before anything is created for the new generation (immutable replacement);
+3. no Job for the current generation → a finished workload stays finished (its Job's
+   removal is not drift); otherwise read the server (the cache may lag our own create) and
+   adopt what exists, or create the Job with the full body (`render_job`, suspended, as field
+   manager `aicp`) — a recreation after a deletion by hand is recorded as `DriftCorrected`;
+4. the Job is being deleted by someone else → `drift.job_deleted`;
+5. labels or finalizer changed by hand → restore them (metadata only, `aicp-metadata`);
+6. observe → classify → fenced write of state, reason, evidence and `observed_generation`
+   with an event for each milestone; once finished, remove the evidence finalizer (only after
+   that write landed) and release the lease.
+
+The full Job body is applied only by step 3, to a Job that does not exist: an existing Job is
+never re-declared `suspend: true`, so aicp never fights Kueue over a running Job.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from app.domain.classify_kube import field, is_terminating, name_of
+from app.domain.render import render_job
+from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
+from app.domain.states import WorkloadState
+from app.kube.apply import apply, get, remove_finalizer
+from app.kube.resources import JOBS
+from app.observability.metrics import TIME_TO_ADMITTED, TIME_TO_JOB_CREATED, TIME_TO_RUNNING
+from app.reconcile.steps import deletion, drift
+from app.reconcile.steps.context import Event
+from app.reconcile.steps.drift import has_evidence_finalizer, subject_of
+from app.reconcile.steps.evidence import (
+    current_facts,
+    identity_of,
+    job_finished,
+    milestones,
+    observe,
+    previous_attempts,
+    spec_of,
+    summary,
+)
+from app.reconcile.workers import Result
+from app.store import reconciling
+
+if TYPE_CHECKING:
+    import uuid
+
+    from app.domain.rendering_inputs import JobIdentity
+    from app.domain.specs import WorkloadSpec
+    from app.kube.cache import Obj
+    from app.reconcile.fencing import Fence
+    from app.reconcile.steps.context import StepContext
+    from app.store.reconciling import WorkloadRow
+
+log = logging.getLogger("aicp.reconcile")
+
+#: A workload whose namespace or queues are not applied yet looks again after this long.
+WAIT_FOR_QUEUES_SECONDS = 0.5
+#: A live workload is looked at again after this long even without events (level-based
+#: safety net; informer events normally come first).
+RESYNC_SECONDS = 30.0
+
+_FINISHED = (WorkloadState.SUCCEEDED.value, WorkloadState.FAILED.value)
+
+
+def _settled(row: WorkloadRow) -> bool:
+    """Finished at its current generation: nothing more to do but keep the record."""
+    return row.state in _FINISHED and row.observed_generation == row.generation
+
+
+class WorkloadStep:
+    """The `ReconcileFn` of kind `workload`."""
+
+    def __init__(self, ctx: StepContext) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, workload_id: uuid.UUID, fence: Fence, /) -> Result:
+        ctx = self.ctx
+        async with ctx.db.connection() as conn:
+            row = await reconciling.load_workload(conn, workload_id)
+        if row is None:
+            return Result.release()
+        await ctx.refresh_gauges()
+        spec = spec_of(row)
+        if row.deleting:
+            return await deletion.delete_workload(ctx, fence, row, spec)
+        identity = identity_of(row)
+
+        stale = [
+            job
+            for job in ctx.informers.jobs.by_label(UID_LABEL, str(row.id))
+            if name_of(job) != identity.job_name
+        ]
+        if stale:
+            await deletion.remove_jobs(ctx, fence, row, spec, stale)
+            return Result.requeue(deletion.RECHECK_SECONDS)
+
+        job = ctx.informers.jobs.get(identity.namespace, identity.job_name)
+        if job is None:
+            if _settled(row):
+                return Result.release()
+            if not row.queues_ready:
+                return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
+            job = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
+            if job is None:
+                return await self._create(fence, row, spec, identity)
+        if is_terminating(job):
+            return await drift.job_deleted(ctx, fence, row, spec, job)
+        if not _settled(row) and not job_finished(job):
+            await drift.restore_job_metadata(ctx, fence, row, spec, identity, job)
+        return await self._observe(fence, row, spec, job)
+
+    async def _create(
+        self, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, identity: JobIdentity
+    ) -> Result:
+        """Create the current generation's Job and record it (QUEUED)."""
+        ctx = self.ctx
+        recorded_job = (row.observed.get("job") or {}).get("name")
+        recreated = row.observed_generation == row.generation and recorded_job == identity.job_name
+        created = await apply(ctx.kube, render_job(identity, spec, row.accelerator_resource))
+        classification = observe(ctx, row, spec, created)
+        if recreated:
+            event = drift.recreated_event(row, identity.job_name, previous_attempts(row))
+        else:
+            event = Event(
+                "JobCreated",
+                f"Created Job {identity.job_name} in namespace {identity.namespace} for "
+                f"generation {row.generation}.",
+            )
+        written = await ctx.write_status(
+            fence,
+            subject_of(row),
+            generation=row.generation,
+            state=classification.state.value,
+            reason=classification.reason,
+            observed=current_facts(row, classification.evidence),
+            events=[event],
+        )
+        if written.written and not recreated and written.age_seconds is not None:
+            TIME_TO_JOB_CREATED.observe(written.age_seconds)
+        log.info(
+            "workload %s/%s generation %d: Job %s created, %s",
+            row.project,
+            row.name,
+            row.generation,
+            identity.job_name,
+            classification.state.value,
+        )
+        return Result.done()
+
+    async def _observe(
+        self, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj
+    ) -> Result:
+        """Classify the Job and record what changed; finish a finished workload."""
+        ctx = self.ctx
+        classification = observe(ctx, row, spec, job)
+        state = classification.state
+        facts = current_facts(row, classification.evidence)
+        changed = (
+            state.value != row.state
+            or classification.reason != row.state_reason
+            or facts != row.observed
+            or row.observed_generation != row.generation
+        )
+        if changed and not _settled(row):
+            crossed = milestones(row.state, classification)
+            events = [Event(kind, message) for kind, message in crossed]
+            if state.is_terminal:
+                events.append(
+                    Event("EvidenceRecorded", summary(classification.evidence, name_of(job)))
+                )
+            written = await ctx.write_status(
+                fence,
+                subject_of(row),
+                generation=row.generation,
+                state=state.value,
+                reason=classification.reason,
+                observed=facts,
+                events=events,
+            )
+            if not written.written:
+                return Result.done()  # the row moved on; the change that moved it queues us
+            _observe_latency(crossed, written.age_seconds)
+            if state.value != row.state:
+                log.info(
+                    "workload %s/%s: %s -> %s: %s",
+                    row.project,
+                    row.name,
+                    row.state,
+                    state.value,
+                    classification.reason,
+                )
+        if state.is_terminal or _settled(row):
+            # The final facts are in the row (written above, or by an earlier step): the
+            # Job may now be deleted by anyone; it is kept until then.
+            if has_evidence_finalizer(job):
+                await remove_finalizer(
+                    ctx.kube,
+                    JOBS,
+                    field(job, "metadata", "namespace"),
+                    name_of(job),
+                    EVIDENCE_FINALIZER,
+                    current=job,
+                )
+            return Result.release()
+        return Result.requeue(RESYNC_SECONDS)
+
+
+def _observe_latency(crossed: list[tuple[str, str]], age: float | None) -> None:
+    if age is None:
+        return
+    kinds = {kind for kind, _ in crossed}
+    if "Admitted" in kinds:
+        TIME_TO_ADMITTED.observe(age)
+    if "Started" in kinds:
+        TIME_TO_RUNNING.observe(age)

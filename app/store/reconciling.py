@@ -1,0 +1,266 @@
+"""What the reconcile steps read and write in PostgreSQL (queries: section "reconcile steps").
+
+Loads return the stored row joined with what rendering needs (project and pool names, the
+accelerator binding), or None once the row is gone (finalized). Status writes are fenced
+(invariant 5) and generation-guarded (invariant 6) in one statement and report both outcomes:
+
+- `Written.held` False: the lease moved; the caller must drop the resource (`LeaseLost`);
+- `Written.written` False with `held` True: the row moved on meanwhile (a new generation or a
+  deletion request); nothing was written and the step should simply run again.
+
+Finalization statements (`insert_tombstone`, `delete_*`) carry no lease predicate: they run
+inside `app.reconcile.fencing.fenced_transaction`, which holds the lease row locked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import uuid
+    from datetime import datetime
+
+    import asyncpg
+
+    from app.store.db import Connection
+
+TombstoneKind = Literal["project", "pool", "workload"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRow:
+    id: uuid.UUID
+    name: str
+    generation: int
+    observed_generation: int
+    state: str
+    state_reason: str | None
+    observed: dict[str, Any]
+    deleting: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PoolRow:
+    id: uuid.UUID
+    project_id: uuid.UUID
+    project: str
+    project_ready: bool  # the project's namespace has been applied at least once
+    name: str
+    accelerator_class: str
+    quota: dict[str, Any]
+    generation: int
+    observed_generation: int
+    state: str
+    state_reason: str | None
+    observed: dict[str, Any]
+    deleting: bool
+    binding: dict[str, Any]  # the accelerator_bindings columns a BindingPut is built from
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRow:
+    id: uuid.UUID
+    project_id: uuid.UUID
+    project: str
+    pool: str
+    queues_ready: bool  # the namespace and the pool's queues have been applied at least once
+    name: str
+    spec: dict[str, Any]
+    generation: int
+    observed_generation: int
+    state: str
+    state_reason: str | None
+    observed: dict[str, Any]
+    deleting: bool
+    created_at: datetime
+    accelerator_resource: str
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The outcome of a fenced, generation-guarded status write."""
+
+    held: bool
+    written: bool
+    age_seconds: float | None = None  # workloads: time since accepted, by the database clock
+
+
+async def load_project(conn: Connection, project_id: uuid.UUID) -> ProjectRow | None:
+    row = await conn.fetchrow(QUERIES["steps_project_load"], project_id)
+    if row is None:
+        return None
+    return ProjectRow(
+        id=row["id"],
+        name=row["name"],
+        generation=row["generation"],
+        observed_generation=row["observed_generation"],
+        state=row["state"],
+        state_reason=row["state_reason"],
+        observed=row["observed"] or {},
+        deleting=row["deletion_requested_at"] is not None,
+    )
+
+
+async def load_pool(conn: Connection, pool_id: uuid.UUID) -> PoolRow | None:
+    row = await conn.fetchrow(QUERIES["steps_pool_load"], pool_id)
+    if row is None:
+        return None
+    return PoolRow(
+        id=row["id"],
+        project_id=row["project_id"],
+        project=row["project_name"],
+        project_ready=row["project_observed_generation"] > 0,
+        name=row["name"],
+        accelerator_class=row["accelerator_class"],
+        quota=row["spec"]["quota"],
+        generation=row["generation"],
+        observed_generation=row["observed_generation"],
+        state=row["state"],
+        state_reason=row["state_reason"],
+        observed=row["observed"] or {},
+        deleting=row["deletion_requested_at"] is not None,
+        binding={
+            "resource_name": row["resource_name"],
+            "flavor": row["flavor"],
+            "node_labels": row["node_labels"] or {},
+            "tolerations": row["tolerations"] or [],
+            "description": row["description"],
+        },
+    )
+
+
+async def load_workload(conn: Connection, workload_id: uuid.UUID) -> WorkloadRow | None:
+    row = await conn.fetchrow(QUERIES["steps_workload_load"], workload_id)
+    if row is None:
+        return None
+    return WorkloadRow(
+        id=row["id"],
+        project_id=row["project_id"],
+        project=row["project_name"],
+        pool=row["pool_name"],
+        queues_ready=row["project_observed_generation"] > 0 and row["pool_observed_generation"] > 0,
+        name=row["name"],
+        spec=row["spec"],
+        generation=row["generation"],
+        observed_generation=row["observed_generation"],
+        state=row["state"],
+        state_reason=row["state_reason"],
+        observed=row["observed"] or {},
+        deleting=row["deletion_requested_at"] is not None,
+        created_at=row["created_at"],
+        accelerator_resource=row["accelerator_resource"],
+    )
+
+
+async def pool_routes(conn: Connection) -> list[tuple[uuid.UUID, str, str]]:
+    """(pool id, project name, pool name) of every pool."""
+    rows = await conn.fetch(QUERIES["steps_pool_routes"])
+    return [(r["id"], r["project_name"], r["pool_name"]) for r in rows]
+
+
+def _written(row: asyncpg.Record | None) -> Written:
+    assert row is not None  # the statement always returns one row
+    age = row.get("age")
+    return Written(held=row["held"], written=row["written"], age_seconds=age)
+
+
+_SET_STATUS = {
+    "project": "steps_project_set_status",
+    "pool": "steps_pool_set_status",
+    "workload": "steps_workload_set_status",
+}
+
+
+async def set_status(
+    conn: Connection,
+    kind: TombstoneKind,
+    *,
+    owner: str,
+    epoch: int,
+    resource_id: uuid.UUID,
+    generation: int,
+    state: str,
+    reason: str,
+    observed: dict[str, Any],
+) -> Written:
+    """Write state, reason, observed facts and `observed_generation = generation`, if this
+    owner still holds the lease at `epoch` and the row is still at `generation`, not deleting."""
+    row = await conn.fetchrow(
+        QUERIES[_SET_STATUS[kind]],
+        owner,
+        epoch,
+        resource_id,
+        generation,
+        state,
+        reason,
+        observed,
+    )
+    return _written(row)
+
+
+async def set_workload_observed(
+    conn: Connection, *, owner: str, epoch: int, workload_id: uuid.UUID, observed: dict[str, Any]
+) -> bool:
+    """Replace the workload's evidence only; False when the lease moved."""
+    row = await conn.fetchrow(
+        QUERIES["steps_workload_set_observed"], owner, epoch, workload_id, observed
+    )
+    return row is not None
+
+
+async def insert_tombstone(
+    conn: Connection,
+    *,
+    kind: TombstoneKind,
+    resource_id: uuid.UUID,
+    project_id: uuid.UUID | None,
+    name: str,
+    final: dict[str, Any],
+) -> None:
+    await conn.execute(
+        QUERIES["steps_insert_tombstone"], kind, resource_id, project_id, name, final
+    )
+
+
+_DELETE = {
+    "project": "steps_delete_project",
+    "pool": "steps_delete_pool",
+    "workload": "steps_delete_workload",
+}
+
+
+async def delete_row(conn: Connection, kind: TombstoneKind, resource_id: uuid.UUID) -> bool:
+    """Delete a row whose deletion was requested; False if there was none."""
+    status = await conn.execute(QUERIES[_DELETE[kind]], resource_id)
+    return status != "DELETE 0"
+
+
+async def pool_has_workloads(conn: Connection, pool_id: uuid.UUID) -> bool:
+    return bool(await conn.fetchval(QUERIES["steps_pool_has_workloads"], pool_id))
+
+
+async def project_has_children(conn: Connection, project_id: uuid.UUID) -> bool:
+    return bool(await conn.fetchval(QUERIES["steps_project_has_children"], project_id))
+
+
+async def lock_flavor(conn: Connection, flavor: str) -> None:
+    """Inside a transaction: serialize with every other apply or delete of `flavor`."""
+    await conn.execute(QUERIES["steps_lock_flavor"], flavor)
+
+
+async def flavor_other_users(conn: Connection, flavor: str, pool_id: uuid.UUID) -> int:
+    """How many live pools other than `pool_id` use `flavor`."""
+    return int(await conn.fetchval(QUERIES["steps_flavor_other_users"], flavor, pool_id) or 0)
+
+
+async def workload_state_counts(conn: Connection) -> dict[str, int]:
+    rows = await conn.fetch(QUERIES["steps_workload_state_counts"])
+    return {r["state"]: int(r["count"]) for r in rows}
+
+
+async def stuck_deleting_counts(conn: Connection) -> dict[str, int]:
+    rows = await conn.fetch(QUERIES["steps_stuck_deleting_counts"])
+    return {r["kind"]: int(r["count"]) for r in rows}
