@@ -1,0 +1,83 @@
+"""Event trails: who did what to a workload or pool, and what the controller observed."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from tests.integration.api.pool_workload_setup import (
+    POOL,
+    POOLS,
+    PROJECT,
+    WORKLOADS,
+    project_with_pool,
+    workload,
+)
+from tests.support.api_client import Api
+
+
+async def test_each_write_is_recorded_with_the_token_that_made_it(api: Api) -> None:
+    await project_with_pool(api)
+    token = await api.create_token(PROJECT, role="editor", name="alice")
+    tokens = (await api.client.get(f"/api/v1/projects/{PROJECT}/tokens")).json()["items"]
+    actor = "token:" + next(t["id"] for t in tokens if t["name"] == "alice")
+    async with api.as_token(token) as alice:
+        created = await alice.post(WORKLOADS, json=workload())
+        assert created.status_code == 202
+        assert created.json()["created_by"] == actor
+        assert (
+            await alice.put(f"{WORKLOADS}/train-7b", json=workload(retries=2))
+        ).status_code == 202
+    assert (await api.client.delete(f"{WORKLOADS}/train-7b")).status_code == 202
+
+    async with api.as_token(token) as alice:
+        events = (await alice.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
+    assert [(e["type"], e["actor"], e["generation"]) for e in events] == [
+        ("DeletionRequested", "admin", 2),
+        ("SpecUpdated", actor, 2),
+        ("Accepted", actor, 1),
+    ]
+    assert all(e["message"].endswith(".") and e["at"].endswith("Z") for e in events)
+
+
+async def test_what_the_controller_records_appears_in_the_trail(
+    api: Api, database_url: str
+) -> None:
+    await project_with_pool(api)
+    uid = (await api.client.post(WORKLOADS, json=workload())).json()["uid"]
+    conn = await asyncpg.connect(database_url)
+    try:
+        # As the reconciler writes them: same table, its own actor.
+        await conn.execute(
+            "INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason,"
+            " message, generation, actor)"
+            " SELECT project_id, 'workload', id, name, 'JobCreated', 'Created',"
+            " 'Job train-7b-abc123-g1 created.', 1, 'controller:replica-a'"
+            " FROM workloads WHERE id = $1",
+            uid,
+        )
+    finally:
+        await conn.close()
+    events = (await api.client.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
+    assert [(e["type"], e["actor"]) for e in events] == [
+        ("JobCreated", "controller:replica-a"),
+        ("Accepted", "admin"),
+    ]
+    assert events[0]["reason"] == "Created" and events[0]["message"].startswith("Job ")
+
+
+async def test_pool_events_page_with_a_cursor(api: Api) -> None:
+    await project_with_pool(api)
+    for accelerators in (17, 18, 19, 20):
+        quota = {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"}
+        assert (await api.client.patch(f"{POOLS}/{POOL}", json={"quota": quota})).status_code == 202
+    generations: list[int] = []
+    cursor = None
+    while True:
+        params: dict[str, object] = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = (await api.client.get(f"{POOLS}/{POOL}/events", params=params)).json()
+        generations += [e["generation"] for e in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert generations == [5, 4, 3, 2, 1]
+    assert (await api.client.get(f"{POOLS}/nope/events")).status_code == 404
