@@ -677,23 +677,21 @@ WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_a
 SELECT count(*) AS held FROM leases WHERE owner = $1 AND expires_at > now();
 
 -- name: reconcile_lag_seconds
--- Age of the oldest unconverged resource (unobserved spec or pending deletion), 0 when none.
--- Each arm reads the first entry of a partial index on updated_at.
-WITH
--- the oldest unconverged row of each table
-oldest AS (
-    (SELECT updated_at FROM projects
-     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
-     ORDER BY updated_at LIMIT 1)
-    UNION ALL
-    (SELECT updated_at FROM compute_pools
-     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
-     ORDER BY updated_at LIMIT 1)
-    UNION ALL
-    (SELECT updated_at FROM workloads
-     WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
-     ORDER BY updated_at LIMIT 1)
-)
-SELECT coalesce(extract(epoch FROM now() - min(updated_at)), 0)::float8 AS lag FROM oldest;
+-- Per kind, the age of the oldest unconverged resource (unobserved spec or pending deletion),
+-- 0 when none. Each arm reads the first entry of a partial index on updated_at.
+SELECT 'project' AS kind, coalesce(extract(epoch FROM now() - (
+           SELECT updated_at FROM projects
+           WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+           ORDER BY updated_at LIMIT 1)), 0)::float8 AS lag
+UNION ALL
+SELECT 'pool', coalesce(extract(epoch FROM now() - (
+           SELECT updated_at FROM compute_pools
+           WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+           ORDER BY updated_at LIMIT 1)), 0)::float8
+UNION ALL
+SELECT 'workload', coalesce(extract(epoch FROM now() - (
+           SELECT updated_at FROM workloads
+           WHERE generation <> observed_generation OR deletion_requested_at IS NOT NULL
+           ORDER BY updated_at LIMIT 1)), 0)::float8;
 
 -- ===== end section: reconcile engine =====

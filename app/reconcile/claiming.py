@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from app.reconcile.leasing import LeaseBook
     from app.store.db import Database
-    from app.store.leases import Grant, ResourceKey
+    from app.store.leases import Grant, Kind, ResourceKey
 
     OnGranted = Callable[[list[Grant], float], None]
 
@@ -80,7 +80,7 @@ class Sweeper:
         *,
         interval: float,
         batch: int,
-        on_lag: Callable[[float], None] | None = None,
+        on_lag: Callable[[dict[Kind, float]], None] | None = None,
     ) -> None:
         self._db = db
         self._book = book

@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Protocol
 from app.reconcile.claiming import Claimer, Sweeper
 from app.reconcile.doorbell import Doorbell
 from app.reconcile.leasing import LeaseBook, LeaseKeeper
+from app.reconcile.metrics import PrometheusObserver
 from app.reconcile.queue import Backoff, WorkQueue
 from app.reconcile.workers import Workers
 from app.store.leases import Kind, ResourceKey
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Coroutine, Mapping
     from typing import Any
     from uuid import UUID
 
@@ -43,13 +44,13 @@ log = logging.getLogger(__name__)
 
 
 class EngineObserver(Protocol):
-    """Metrics hooks: steps, leases held, reconcile lag."""
+    """Metrics hooks: steps (see `workers.StepObserver`), leases held, reconcile lag."""
 
-    def step_finished(self, kind: Kind, outcome: str, seconds: float) -> None: ...
+    def step_finished(self, kind: Kind, result: str, seconds: float, error: str | None) -> None: ...
 
-    def leases_held(self, count: int) -> None: ...
+    def leases_held(self, counts: Mapping[Kind, int]) -> None: ...
 
-    def lag(self, seconds: float) -> None: ...
+    def lag(self, seconds: Mapping[Kind, float]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +77,7 @@ class Reconciler:
     ) -> None:
         self.config = config
         self._db = db
-        self._observer = observer
+        self._observer: EngineObserver = observer or PrometheusObserver()
         self.queue: WorkQueue[ResourceKey] = WorkQueue(
             Backoff(base=config.retry_base, cap=config.retry_cap)
         )
@@ -89,7 +90,7 @@ class Reconciler:
             self._on_granted,
             interval=config.sweep_interval,
             batch=config.sweep_batch,
-            on_lag=observer.lag if observer else None,
+            on_lag=self._observer.lag,
         )
         self.doorbell = Doorbell(
             config.dsn,
@@ -102,7 +103,7 @@ class Reconciler:
             self.book,
             release=self.keeper.release,
             lose=self.book.drop,
-            observer=observer,
+            observer=self._observer,
         )
         self._intake: list[asyncio.Task[None]] = []  # doorbell, claimer, sweeper
         self._workers: list[asyncio.Task[None]] = []
@@ -186,6 +187,14 @@ class Reconciler:
         self.queue.close()
         self._closed.set()
 
+    async def readiness(self) -> str | None:
+        """A `/readyz` check: None while running, else why not."""
+        if self._supervisor is None:
+            return "the reconciler has not started"
+        if self.failure is not None or self._closed.is_set():
+            return "the reconciler has stopped"
+        return None
+
     async def wait_closed(self) -> None:
         """Return when the engine has stopped, by `stop()` or because a root task died."""
         await self._closed.wait()
@@ -244,8 +253,7 @@ class Reconciler:
         self._leases_changed()
 
     def _leases_changed(self) -> None:
-        if self._observer is not None:
-            self._observer.leases_held(len(self.book))
+        self._observer.leases_held(self.book.counts())
 
     # -- tasks ---------------------------------------------------------------------------------
 

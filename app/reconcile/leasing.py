@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 
 from app.reconcile.fencing import Fence
 from app.store import leases
+from app.store.leases import KINDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from app.store.db import Database
-    from app.store.leases import Grant, ResourceKey
+    from app.store.leases import Grant, Kind, ResourceKey
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,13 @@ class LeaseBook:
         if hold is None or hold.valid_until <= self.now():
             return None
         return Fence(key, self.owner, hold.epoch)
+
+    def counts(self) -> dict[Kind, int]:
+        """Holds per kind, every kind present."""
+        counts: dict[Kind, int] = dict.fromkeys(KINDS, 0)
+        for key in self._holds:
+            counts[key.kind] += 1
+        return counts
 
     def held_keys(self) -> list[ResourceKey]:
         return list(self._holds)

@@ -64,9 +64,13 @@ class ReconcileFn(Protocol):
 
 
 class StepObserver(Protocol):
-    """Where workers report each step (metrics)."""
+    """Where workers report each step (metrics).
 
-    def step_finished(self, kind: Kind, outcome: str, seconds: float) -> None: ...
+    `result` is one of `done`, `requeue`, `error` (retried), `terminal`, `lease_lost`;
+    `error` names the exception class for the last three.
+    """
+
+    def step_finished(self, kind: Kind, result: str, seconds: float, error: str | None) -> None: ...
 
 
 async def _no_op(resource_id: UUID, fence: Fence, /) -> Result:
@@ -123,30 +127,32 @@ class Workers:
             self._queue.drop(key)
             return
         started = time.perf_counter()
-        outcome = "error"
+        outcome, error = "error", None
         try:
             result = await self._steps[key.kind](key.id, fence)
         except LeaseLost as exc:
-            outcome = "lease_lost"
+            outcome, error = "lease_lost", type(exc).__name__
             log.info("dropping %s: %s", key, exc)
             self._queue.done(key)
             self._lose(key)
         except TerminalError as exc:
-            outcome = "terminal"
+            outcome, error = "terminal", type(exc).__name__
             log.error("reconcile of %s failed for good: %s", key, exc)
             self._queue.done(key)
         except asyncio.CancelledError:
             self._queue.done(key)
             raise
-        except Exception:
+        except Exception as exc:
+            error = type(exc).__name__
             log.exception("reconcile of %s failed (attempt %d)", key, self._queue.failures(key) + 1)
             self._queue.done(key, failed=True)
         else:
-            outcome = "ok"
+            outcome = "requeue" if result.requeue_after is not None else "done"
             await self._settle(key, result)
         finally:
             if self._observer is not None:
-                self._observer.step_finished(key.kind, outcome, time.perf_counter() - started)
+                elapsed = time.perf_counter() - started
+                self._observer.step_finished(key.kind, outcome, elapsed, error)
 
     async def _settle(self, key: ResourceKey, result: Result) -> None:
         # A release is skipped while an event for the key is pending (dirty): that event may

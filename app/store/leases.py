@@ -137,6 +137,8 @@ async def held_count(db: Db, *, owner: str) -> int:
     return int(await db.fetchval(QUERIES["leases_held_count"], owner) or 0)
 
 
-async def lag_seconds(db: Db) -> float:
-    """Age in seconds of the oldest unconverged resource (0 when everything has converged)."""
-    return float(await db.fetchval(QUERIES["reconcile_lag_seconds"]) or 0.0)
+async def lag_seconds(db: Db) -> dict[Kind, float]:
+    """Per kind, the age in seconds of the oldest unconverged resource (0 when none)."""
+    return {
+        row["kind"]: float(row["lag"]) for row in await db.fetch(QUERIES["reconcile_lag_seconds"])
+    }
