@@ -273,6 +273,12 @@ async def _create(request: web.Request, state: AppState, route: Route) -> web.Re
     if not isinstance(body, dict):
         raise StoreError(400, "BadRequest", "the request body must be an object")
     if route.rt.namespaced:
+        if route.namespace is None:  # POST to the all-namespaces collection
+            raise StoreError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
         meta = body.setdefault("metadata", {})
         if meta.get("namespace") and meta["namespace"] != route.namespace:
             raise StoreError(

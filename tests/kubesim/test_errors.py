@@ -165,3 +165,10 @@ async def test_strategic_merge_on_a_custom_resource_is_415(kube_api):
         )
     assert err.value.status == 415
     assert status_of(err.value)["reason"] == "UnsupportedMediaType"
+
+
+async def test_creating_through_the_all_namespaces_path_is_not_allowed(kube_cluster):
+    status, body, _ = await raw(
+        "POST", f"{kube_cluster.url}/apis/batch/v1/jobs", json_body=job("a")
+    )
+    assert status == 405 and body["reason"] == "MethodNotAllowed"
