@@ -54,6 +54,10 @@ class Phase:
         )
 
 
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -121,8 +125,9 @@ async def _call(
             raise SystemExit(f"{method} {url} -> {resp.status}, expected {expect}: {text}")
 
 
-async def setup(session: aiohttp.ClientSession, base: str) -> None:
-    """Binding, project and a pool large enough for every workload the run creates."""
+async def setup(session: aiohttp.ClientSession, base: str) -> str:
+    """Binding, project and a pool large enough for every workload the run creates; returns
+    a new editor token of the project (what an ML engineer's client would send)."""
     api = f"{base}/api/v1"
     binding = {"resource_name": "nvidia.com/gpu", "flavor": "bench-gpu", "node_labels": {}}
     await _call(session, "PUT", f"{api}/accelerator-bindings/bench-gpu", 201, binding)
@@ -133,6 +138,13 @@ async def setup(session: aiohttp.ClientSession, base: str) -> None:
         "quota": {"accelerators": 64, "cpu": "1000", "memory": "10Ti"},
     }
     await _call(session, "POST", f"{api}/projects/{PROJECT}/compute-pools", 202, pool)
+    async with session.post(
+        f"{api}/projects/{PROJECT}/tokens", json={"name": "bench", "role": "editor"}
+    ) as resp:
+        if resp.status != 201:
+            raise SystemExit(f"token create -> {resp.status}: {await resp.text()}")
+        token: str = (await resp.json())["token"]
+    return token
 
 
 async def run_phase(
@@ -159,19 +171,29 @@ async def run_phase(
     return phase
 
 
-async def bench(base: str, token: str, seconds: float, concurrency: int) -> list[Phase]:
-    headers = {"Authorization": f"Bearer {token}"}
+async def bench(
+    base: str, admin_token: str, seconds: float, concurrency: int, as_admin: bool
+) -> list[Phase]:
+    async with aiohttp.ClientSession(headers=_bearer(admin_token)) as admin:
+        editor_token = await setup(admin, base)
+    token = admin_token if as_admin else editor_token
     connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
-        await setup(session, base)
+    async with aiohttp.ClientSession(headers=_bearer(token), connector=connector) as session:
         workloads = f"{base}/api/v1/projects/{PROJECT}/workloads"
         created: list[str] = []
 
         async def post(client: int, n: int) -> None:
             name = f"w-{client}-{n}"
-            body = {"name": name, "compute_pool": POOL, "image": "ghcr.io/acme/train:1.4",
-                    "command": ["python", "train.py"], "accelerators": 1, "cpu": "4",
-                    "memory": "16Gi", "labels": {"team": "bench"}}
+            body = {
+                "name": name,
+                "compute_pool": POOL,
+                "image": "ghcr.io/acme/train:1.4",
+                "command": ["python", "train.py"],
+                "accelerators": 1,
+                "cpu": "4",
+                "memory": "16Gi",
+                "labels": {"team": "bench"},
+            }
             await _call(session, "POST", workloads, 202, body)
             created.append(name)
 
@@ -188,21 +210,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="duration of each phase")
     parser.add_argument("--concurrency", type=int, default=32, help="closed-loop clients")
-    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432",
-                        help="PostgreSQL server for the fresh database (without a db name)")
+    parser.add_argument(
+        "--pg",
+        default="postgresql://postgres@127.0.0.1:5432",
+        help="PostgreSQL server for the fresh database (without a db name)",
+    )
     parser.add_argument("--url", help="benchmark a running instance instead (needs --token)")
     parser.add_argument("--token", help="admin token of the running instance")
+    parser.add_argument(
+        "--as-admin",
+        action="store_true",
+        help="measure with the platform admin token (no token lookup) instead of an editor's",
+    )
     args = parser.parse_args()
 
     async def go() -> list[Phase]:
         if args.url:
-            return await bench(args.url, args.token, args.seconds, args.concurrency)
+            return await bench(args.url, args.token, args.seconds, args.concurrency, args.as_admin)
         token = f"bench-{secrets.token_urlsafe(24)}"
         async with served(args.pg, token) as base:
-            return await bench(base, token, args.seconds, args.concurrency)
+            return await bench(base, token, args.seconds, args.concurrency, args.as_admin)
 
     phases = asyncio.run(go())
-    print(f"concurrency {args.concurrency}, {args.seconds:.0f} s per phase, cpus {os.cpu_count()}")
+    who = "platform admin" if args.as_admin else "project editor"
+    print(
+        f"concurrency {args.concurrency}, {args.seconds:.0f} s per phase, "
+        f"{who} token, cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}"
+    )
     for phase in phases:
         print(phase.summary())
 
