@@ -94,7 +94,6 @@ class Store(PatchMixin, DeletionMixin):
         self._owners: dict[str, fieldowners.Ownership] = {}
         self.uids: dict[str, tuple[ResourceType, Key]] = {}
         self.pod_logs: dict[tuple[str, str], str] = {}
-        self.validation_enabled = True
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -229,8 +228,7 @@ class Store(PatchMixin, DeletionMixin):
         prepare_create(rt, obj)
         apply_crd_defaults(rt, obj)
         self._admit(rt, "CREATE", obj, None)
-        if self.validation_enabled:
-            validate(rt, obj)
+        validate(rt, obj)
         if table.get(key) is not None:  # a hook created it meanwhile
             raise StoreError(409, "AlreadyExists", f'{rt.qualified} "{name}" already exists').about(
                 rt, name
@@ -294,8 +292,7 @@ class Store(PatchMixin, DeletionMixin):
             check_finalizers(rt, old, result)
         else:
             check_job_status(rt, old, result)
-        if self.validation_enabled:
-            validate(rt, result)
+        validate(rt, result)
         if spec_changed(old, result):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         uid = old["metadata"]["uid"]
