@@ -164,3 +164,34 @@ async def test_an_apply_body_may_be_yaml(kube_cluster):
         headers={"Content-Type": "application/apply-patch+yaml"},
     )
     assert status == 201 and created["metadata"]["labels"] == {"team": "x"}
+
+
+async def test_re_applying_a_job_that_kueue_resumed_keeps_kueues_placement(kube_cluster, kube_api):
+    batch = client.BatchV1Api(kube_api)
+    manifest = job("train", labels={"team": "x"})  # suspend left to the webhook / Kueue
+    await apply_job(batch, manifest, "aicp")
+    store = kube_cluster.store
+    store.patch(
+        store.resource("batch", "jobs"),
+        "default",
+        "train",
+        {"spec": {"suspend": True}},
+        content_type=MERGE,
+        manager="kueue",
+    )
+    store.patch(
+        store.resource("batch", "jobs"),
+        "default",
+        "train",
+        {"spec": {"suspend": False, "template": {"spec": {"nodeSelector": {"gpu": "h100"}}}}},
+        content_type=MERGE,
+        manager="kueue",
+    )
+    again = await apply_job(batch, manifest, "aicp")
+    assert again.spec.suspend is False
+    assert again.spec.template.spec.node_selector == {"gpu": "h100"}
+    with pytest.raises(ApiException) as err:
+        await apply_job(batch, job("train", suspend=True, labels={"team": "x"}), "aicp")
+    assert [c["field"] for c in json.loads(err.value.body)["details"]["causes"]] == [
+        ".spec.suspend"
+    ]
