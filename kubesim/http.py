@@ -214,7 +214,7 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
             )
         if route.subresource == "log":
             log = store.pod_logs.get((route.namespace or "", route.name), "")
-            return web.Response(text=log, content_type="text/plain")
+            return web.Response(text=_tail(log, q), content_type="text/plain")
         return raw_response(entry.raw)
     if truthy(q.get("watch")):
         timeout = q.get("timeoutSeconds")
@@ -240,6 +240,17 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
             422, "Invalid", "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
         )
     return _list(state, rt, route.namespace, q)
+
+
+def _tail(log: str, q: Any) -> str:
+    """`tailLines` (the last N lines) then `limitBytes`, as the kubelet serves them."""
+    tail, limit = q.get("tailLines"), q.get("limitBytes")
+    if tail is not None and tail.isdigit():
+        lines = log.splitlines(keepends=True)
+        log = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
+    if limit is not None and limit.isdigit():
+        log = log.encode()[: int(limit)].decode(errors="ignore")
+    return log
 
 
 def _list(state: AppState, rt: ResourceType, namespace: str | None, q: Any) -> web.Response:

@@ -214,3 +214,5 @@ async def test_pod_logs_come_from_what_the_kubelet_recorded(kube_cluster, kube_a
     await core.create_namespaced_pod("default", pod("a"))
     kube_cluster.store.set_pod_log("default", "a", "epoch 1\nepoch 2\n")
     assert await core.read_namespaced_pod_log("a", "default") == "epoch 1\nepoch 2\n"
+    assert await core.read_namespaced_pod_log("a", "default", tail_lines=1) == "epoch 2\n"
+    assert await core.read_namespaced_pod_log("a", "default", limit_bytes=5) == "epoch"
