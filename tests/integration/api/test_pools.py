@@ -127,7 +127,9 @@ async def test_a_pool_in_use_cannot_be_deleted_until_its_workloads_are(api: Api)
     assert refused.json()["referenced_by"] == ["workload/train-7b"]
 
     assert (await api.client.delete(f"{WORKLOADS}/train-7b")).status_code == 202
-    deleted = await api.client.delete(f"{POOLS}/{POOL}")
+    stale = await api.client.delete(f"{POOLS}/{POOL}", headers={"If-Match": '"2"'})
+    assert stale.status_code == 412 and stale.json()["current_generation"] == 1
+    deleted = await api.client.delete(f"{POOLS}/{POOL}", headers={"If-Match": '"1"'})
     assert deleted.status_code == 202, deleted.text
     assert deleted.json()["status"]["state"] == "DELETING"
     assert deleted.json()["status"]["reason"].endswith(".")
