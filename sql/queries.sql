@@ -88,7 +88,7 @@ LIMIT $4;
 -- name: lock_project_for_delete
 -- FOR UPDATE conflicts with the FOR KEY SHARE lock that inserting a pool or workload takes on
 -- its project row, so the reference check below sees every child committed before it.
-SELECT id FROM projects WHERE id = $1 FOR UPDATE;
+SELECT generation FROM projects WHERE id = $1 FOR UPDATE;
 
 -- name: lock_live_project
 -- Creates of pools and workloads call this first: FOR SHARE waits for a concurrent deletion

@@ -3,7 +3,6 @@ handler, OpenAPI at ``/schema/openapi.json``, wrapped in the observability ASGI 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.api import bindings, projects, tokens
+from app.api import bindings, events, pools, projects, tokens, workloads
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, provide_caller
@@ -29,10 +28,6 @@ if TYPE_CHECKING:
 
 API_PREFIX = "/api/v1"
 
-# Resource modules of the pools/workloads/events work; each exposes ROUTES. Imported by name
-# so this factory does not depend on which of them have landed yet.
-_OPTIONAL_RESOURCE_MODULES = ("app.api.pools", "app.api.workloads", "app.api.events")
-
 
 @dataclass
 class ApiDependencies:
@@ -44,16 +39,15 @@ class ApiDependencies:
 
 
 def _resource_routes() -> list[Any]:
-    routes: list[Any] = [*projects.ROUTES, *tokens.ROUTES, *bindings.ROUTES]
-    for name in _OPTIONAL_RESOURCE_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        routes.extend(module.ROUTES)
-    return routes
+    """Every ``/api/v1`` handler: each resource module lists its own in ``ROUTES``."""
+    return [
+        *projects.ROUTES,
+        *tokens.ROUTES,
+        *bindings.ROUTES,
+        *pools.ROUTES,
+        *workloads.ROUTES,
+        *events.ROUTES,
+    ]
 
 
 def create_app(deps: ApiDependencies) -> Litestar:

@@ -10,6 +10,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
 from app.api.idempotency import respond_once
 from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.preconditions import etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate
@@ -76,12 +77,14 @@ async def list_projects(
 @get(
     "/projects/{project:str}",
     summary="Get a project",
+    description="`ETag` carries the generation, for `If-Match` on DELETE.",
     responses=problems(*READ),
     tags=["projects"],
 )
-async def get_project(caller: CallerDep, db: DbDep) -> Project:
+async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     async with db.connection() as conn:
-        return await projects.get_project(conn, caller.require_project().name)
+        project = await projects.get_project(conn, caller.require_project().name)
+    return Response(project, headers={"ETag": etag(project.generation)})
 
 
 @delete(
@@ -90,15 +93,21 @@ async def get_project(caller: CallerDep, db: DbDep) -> Project:
     status_code=202,
     summary="Delete a project",
     description="Platform admin only. 202 with the project in state DELETING; it stays readable "
-    "until the reconciler has removed its namespace. 409 in-use while pools or workloads exist.",
+    "until the reconciler has removed its namespace. 409 in-use while pools or workloads exist. "
+    'Honours `If-Match: "<generation>"` (412 generation-mismatch).',
     responses=problems(*DELETE),
     tags=["projects"],
 )
-async def delete_project(caller: CallerDep, db: DbDep) -> Project:
+async def delete_project(request: Request[Any, Any, Any], caller: CallerDep, db: DbDep) -> Project:
     ref = caller.require_project()
+    expected = expected_generation(request)
     async with db.transaction() as conn:
         return await projects.request_project_deletion(
-            conn, project_id=ref.id, name=ref.name, actor=caller.actor
+            conn,
+            project_id=ref.id,
+            name=ref.name,
+            actor=caller.actor,
+            expected_generation=expected,
         )
 
 

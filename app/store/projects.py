@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from app.domain.errors import AlreadyExists, BeingDeleted, InUse, NotFound
+from app.domain.errors import AlreadyExists, BeingDeleted, GenerationMismatch, InUse, NotFound
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
@@ -122,14 +122,23 @@ async def ensure_project_live(conn: Connection, project_id: uuid.UUID, name: str
 
 
 async def request_project_deletion(
-    conn: Connection, *, project_id: uuid.UUID, name: str, actor: str
+    conn: Connection,
+    *,
+    project_id: uuid.UUID,
+    name: str,
+    actor: str,
+    expected_generation: int | None = None,
 ) -> Project:
     """Mark the project DELETING (202), or 409 in-use while pools or workloads exist.
 
+    ``expected_generation`` (from If-Match) is compared with the locked row: 412 on mismatch.
     A repeated DELETE of a project already being deleted answers it again, without a new event.
     """
-    if await conn.fetchval(QUERIES["lock_project_for_delete"], project_id) is None:
+    generation = await conn.fetchval(QUERIES["lock_project_for_delete"], project_id)
+    if generation is None:
         raise NotFound(f"Project {name!r} not found.")
+    if expected_generation is not None and expected_generation != generation:
+        raise GenerationMismatch(generation)
     references = [row["ref"] for row in await conn.fetch(QUERIES["project_references"], project_id)]
     if references:
         raise InUse(

@@ -74,3 +74,17 @@ async def test_creating_a_name_being_deleted_is_409_being_deleted(api: Api) -> N
     response = await api.client.post("/api/v1/projects", json={"name": "research"})
     assert response.status_code == 409
     assert response.json()["type"] == "https://aicp.dev/problems/being-deleted"
+
+
+async def test_delete_honours_if_match_against_the_generation(api: Api) -> None:
+    await api.create_project("research")
+    fetched = await api.client.get("/api/v1/projects/research")
+    assert fetched.headers["etag"] == '"1"'
+    stale = await api.client.delete("/api/v1/projects/research", headers={"If-Match": '"7"'})
+    assert stale.status_code == 412
+    assert stale.json()["type"].endswith("/generation-mismatch")
+    assert stale.json()["current_generation"] == 1
+    bad = await api.client.delete("/api/v1/projects/research", headers={"If-Match": "soon"})
+    assert bad.status_code == 422
+    fresh = await api.client.delete("/api/v1/projects/research", headers={"If-Match": '"1"'})
+    assert fresh.status_code == 202

@@ -1,0 +1,105 @@
+"""Project writes leave an audit trail and ring the reconciler's doorbell when they commit."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from tests.support.api_client import Api
+
+
+@pytest.fixture
+async def doorbell(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
+    """Payloads of ``aicp_work`` notifications, in commit order."""
+    received: asyncio.Queue[str] = asyncio.Queue()
+    conn = await asyncpg.connect(database_url)
+
+    def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
+        received.put_nowait(payload)
+
+    await conn.add_listener("aicp_work", on_notify)
+    try:
+        yield received
+    finally:
+        await conn.close()
+
+
+async def test_creating_and_deleting_a_project_rings_the_doorbell_with_its_key(
+    api: Api, doorbell: asyncio.Queue[str]
+) -> None:
+    project = await api.create_project("research")
+    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{project['uid']}"
+    await api.client.delete("/api/v1/projects/research")
+    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{project['uid']}"
+
+
+async def test_a_rejected_create_rings_nothing(api: Api, doorbell: asyncio.Queue[str]) -> None:
+    first = await api.create_project("research")
+    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{first['uid']}"
+    rejected = await api.client.post("/api/v1/projects", json={"name": "research"})
+    assert rejected.status_code == 409
+    second = await api.create_project("second")
+    # Notifications arrive in commit order: had the 409 rung, its payload would come first.
+    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{second['uid']}"
+
+
+async def test_every_project_write_is_an_event_with_its_actor(api: Api, database_url: str) -> None:
+    project = await api.create_project("research")
+    await api.client.delete("/api/v1/projects/research")
+    await api.client.delete("/api/v1/projects/research")  # repeated: no second event
+    conn = await asyncpg.connect(database_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT type, actor, resource_name, generation, message FROM events "
+            "WHERE kind = 'project' AND resource_id = $1 ORDER BY id",
+            uuid.UUID(project["uid"]),
+        )
+    finally:
+        await conn.close()
+    assert [(r["type"], r["actor"], r["resource_name"]) for r in rows] == [
+        ("Accepted", "admin", "research"),
+        ("DeletionRequested", "admin", "research"),
+    ]
+    assert all(r["message"].endswith(".") for r in rows)
+
+
+async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Api) -> None:
+    await api.put_binding("h100-80g")
+    await api.create_project("research")
+    pool = await api.client.post(
+        "/api/v1/projects/research/compute-pools",
+        json={
+            "name": "h100-pool",
+            "accelerator_class": "h100-80g",
+            "quota": {"accelerators": 8, "cpu": "64", "memory": "512Gi"},
+        },
+    )
+    assert pool.status_code == 202, pool.text
+    response = await api.client.delete("/api/v1/projects/research")
+    assert response.status_code == 409
+    problem = response.json()
+    assert problem["type"].endswith("/in-use")
+    assert problem["referenced_by"] == ["compute-pool/h100-pool"]
+    assert (await api.client.get("/api/v1/projects/research")).json()["status"]["state"] != (
+        "DELETING"
+    )
+
+
+async def test_no_pool_can_be_created_in_a_project_being_deleted(api: Api) -> None:
+    await api.put_binding("h100-80g")
+    await api.create_project("research")
+    await api.client.delete("/api/v1/projects/research")
+    pool = await api.client.post(
+        "/api/v1/projects/research/compute-pools",
+        json={
+            "name": "late",
+            "accelerator_class": "h100-80g",
+            "quota": {"accelerators": 1, "cpu": "1", "memory": "1Gi"},
+        },
+    )
+    assert pool.status_code == 409
+    assert pool.json()["type"].endswith("/being-deleted")
