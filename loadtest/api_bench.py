@@ -2,8 +2,10 @@
 
 A small closed-loop load generator on aiohttp: `--concurrency` clients each send their next
 request as soon as the previous answer arrives, for `--seconds` per phase. Unless `--url` points
-at a running instance, it creates a fresh database on `--pg`, starts `python -m app serve`
-against it (admin token generated here), waits for `/readyz`, and stops it at the end.
+at a running instance, it creates a fresh database on `--pg`, starts kubesim (API server only,
+`--no-controllers`) and `python -m app serve` against both (admin token generated here), waits
+for `/readyz`, and stops them at the end. The reconciler runs as in production: every accepted
+workload is leased and applied to kubesim while the load continues.
 
     .venv/bin/python loadtest/api_bench.py --seconds 20 --concurrency 32
 
@@ -22,8 +24,9 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,15 +67,58 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def kubesim(directory: Path) -> Iterator[Path]:
+    """kubesim's API server in a subprocess; yields the path of its kubeconfig."""
+    kubeconfig = directory / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "--port",
+            "0",
+            "--no-controllers",
+            "--kubeconfig-out",
+            str(kubeconfig),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not kubeconfig.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("kubesim did not start")
+            time.sleep(0.1)
+        yield kubeconfig
+    finally:
+        _stop(proc)
+
+
 @contextlib.asynccontextmanager
 async def served(pg: str, token: str) -> AsyncIterator[str]:
-    """A fresh database and `python -m app serve` on it; yields the base URL."""
+    """A fresh database, kubesim and `python -m app serve`; yields the app's base URL."""
     database = f"aicp_bench_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(f"{pg}/postgres")
     await admin.execute(f'CREATE DATABASE "{database}"')
     port = _free_port()
+    stack = contextlib.ExitStack()
+    directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="aicp-bench-")))
+    kubeconfig = stack.enter_context(kubesim(directory))
     env = {
         **os.environ,
+        "KUBECONFIG": str(kubeconfig),
         "DATABASE_URL": f"{pg}/{database}",
         "AICP_ADMIN_TOKEN": token,
         "AICP_HTTP_HOST": "127.0.0.1",
@@ -91,12 +137,8 @@ async def served(pg: str, token: str) -> AsyncIterator[str]:
         await _wait_ready(base, proc)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
+        stack.close()
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         await admin.close()
 
