@@ -1,0 +1,100 @@
+"""Drift (DESIGN.md §8) and the server-side apply contract with Kueue (§6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.steps.stack import NAMESPACE, Stack
+from tests.support.waiting import wait_until
+
+JOB_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+
+
+async def _patch_job(stack: Stack, name: str, patch: list[dict[str, Any]]) -> None:
+    await stack.kube.batch.patch_namespaced_job(
+        name, NAMESPACE, patch, _content_type="application/json-patch+json", _preload_content=False
+    )
+
+
+async def test_a_job_deleted_by_hand_while_running_is_recreated_with_its_evidence_kept(
+    stack: Stack,
+) -> None:
+    await stack.setup_pool()
+    await stack.submit("victim", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await stack.wait_state("victim", "RUNNING")
+    job_name = running["status"]["job"]["name"]
+    first_uid = running["status"]["job"]["uid"]
+    first_nodes = running["status"]["nodes"]
+
+    await stack.kube.batch.delete_namespaced_job(
+        job_name, NAMESPACE, propagation_policy="Background", _preload_content=False
+    )
+
+    async def recreated() -> dict[str, Any] | None:
+        job = await stack.job(job_name)
+        return job if job and job["metadata"]["uid"] != first_uid else None
+
+    job = await wait_until(recreated, timeout=15, message="Job recreated")
+    assert job["metadata"]["finalizers"] == ["aicp.dev/evidence"]
+
+    async def running_again() -> dict[str, Any] | None:
+        found = await stack.workload("victim")
+        status = found["status"] if found else {}
+        again = status.get("state") == "RUNNING" and status["job"]["uid"] == job["metadata"]["uid"]
+        return found if again else None
+
+    again = await wait_until(running_again, timeout=15, message="new attempt running")
+    assert again["status"]["attempts"] == 2
+    assert set(first_nodes) <= set(again["status"]["nodes"])
+    types = await stack.event_types("victim")
+    assert "EvidenceRecorded" in types and "DriftCorrected" in types
+    assert types.index("EvidenceRecorded") < types.index("DriftCorrected")
+    drift = next(e for e in await stack.events("victim") if e["type"] == "DriftCorrected")
+    assert job_name in drift["message"] and "attempt 2" in drift["message"]
+
+
+async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(stack: Stack) -> None:
+    await stack.setup_pool()
+    await stack.submit("labelled", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await stack.wait_state("labelled", "RUNNING")
+    job_name = running["status"]["job"]["name"]
+    await stack.sim("POST", "/_sim/stats/reset")
+
+    await _patch_job(stack, job_name, [{"op": "remove", "path": "/metadata/labels/team"}])
+
+    async def restored() -> dict[str, Any] | None:
+        job = await stack.job(job_name)
+        return job if job and job["metadata"]["labels"].get("team") == "nlp" else None
+
+    job = await wait_until(restored, timeout=10, message="label restored")
+    assert job["spec"]["suspend"] is False
+    assert job["metadata"]["uid"] == running["status"]["job"]["uid"]
+    # Restored with a metadata-only body under its own manager, never the full Job as `aicp`.
+    managers = (await stack.sim("GET", "/_sim/stats"))["by_field_manager"]
+    assert managers.get("aicp-metadata") == 1 and "aicp" not in managers
+    drift = [e for e in await stack.events("labelled") if e["type"] == "DriftCorrected"]
+    assert len(drift) == 1 and "team" in drift[0]["message"]
+    still = await stack.workload("labelled")
+    assert still is not None and still["status"]["state"] == "RUNNING"
+
+
+async def test_the_job_is_applied_once_as_aicp_and_never_re_suspended(stack: Stack) -> None:
+    await stack.setup_pool()
+    await stack.sim("POST", "/_sim/stats/reset")
+
+    await stack.submit("wire")
+    await stack.wait_state("wire", "SUCCEEDED")
+
+    async def finalizer_dropped() -> bool:
+        job = await stack.job((await stack.workload("wire") or {})["status"]["job"]["name"])
+        return job is not None and not job["metadata"].get("finalizers")
+
+    await wait_until(finalizer_dropped, timeout=10, message="evidence finalizer removed")
+    stats = await stack.sim("GET", "/_sim/stats")
+    # One server-side apply for the Job's whole life (never a second body declaring
+    # `suspend: true` over Kueue's `false`), one JSON patch dropping the finalizer.
+    assert stats["by_content_type"]["application/apply-patch+yaml"] == 1
+    assert stats["by_field_manager"]["aicp"] == 1
+    assert "aicp-metadata" not in stats["by_field_manager"]  # no drift, no metadata apply
+    assert stats["by_verb_path"][f"patch {JOB_PATH}"] == 2
+    assert stats["by_content_type"]["application/json-patch+json"] == 1
