@@ -210,3 +210,32 @@ async def test_a_revocation_through_one_replica_holds_on_another_at_the_next_req
             assert refused.json()["type"] == "https://aicp.dev/problems/unauthorized"
     finally:
         await second.stop()
+
+
+_PARAMETER_AFTER = {
+    "projects": "{project}",
+    "tokens": "{token_id}",
+    "compute-pools": "{pool}",
+    "workloads": "{name}",
+    "accelerator-bindings": "{accelerator_class}",
+}
+
+
+def _template(path: str) -> str:
+    """`/api/v1/projects/research/workloads/train-7b` -> `/api/v1/projects/{project}/...`."""
+    parts = path.split("/")
+    return "/".join(
+        _PARAMETER_AFTER.get(parts[i - 1], part) if i > 0 else part for i, part in enumerate(parts)
+    )
+
+
+async def test_the_matrix_covers_every_operation_the_api_documents(api: Api) -> None:
+    document = (await api.client.get("/schema/openapi.json")).json()
+    documented = {
+        (method.upper(), path)
+        for path, operations in document["paths"].items()
+        if path.startswith("/api/")
+        for method in operations
+    }
+    covered = {(m, _template(p)) for m, p, _ in project_calls("some-id") + GLOBAL_CALLS}
+    assert documented == covered
