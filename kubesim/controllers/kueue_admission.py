@@ -19,6 +19,9 @@ import itertools
 import logging
 from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 from kubesim.controllers import conditions
 from kubesim.controllers.kueue_api import (
     apply_status,
@@ -79,11 +82,11 @@ class KueueScheduler:
         status = wl.get("status") or {}
         admission = status.get("admission")
         if admission and conditions.is_true(status.get("conditions"), "QuotaReserved"):
-            if self._book.pending.pop(key, None) is not None:
+            if self._book.pop_pending(key) is not None:
                 self._on_change(admission.get("clusterQueue"), (key[0], lq_name))
-            self._book.usage[key] = _usage_of(admission, (key[0], lq_name))
+            self._book.put_usage(key, _usage_of(admission, (key[0], lq_name)))
             return
-        released = self._book.usage.pop(key, None)  # evicted: its quota is free again
+        released = self._book.pop_usage(key)  # evicted: its quota is free again
         if released is not None:
             self._on_change(released.cluster_queue, released.local_queue)
             self.queue.add(released.cluster_queue)
@@ -99,7 +102,7 @@ class KueueScheduler:
             demands_of(wl),
             message,
         )
-        self._book.pending[key] = entry
+        self._book.put_pending(entry)
         # A change of status only (e.g. our own Pending message) needs no new cycle: that
         # would make every pending write trigger a pass over every pending Workload.
         if (
@@ -117,13 +120,13 @@ class KueueScheduler:
         self.queue.add_all(sorted(self._book.cluster_queues))
 
     def _forget(self, key: WlKey) -> None:
-        pending = self._book.pending.pop(key, None)
+        pending = self._book.pop_pending(key)
         if pending is not None:
             self._on_change(
                 self._book.cluster_queue_of(key[0], pending.local_queue),
                 (key[0], pending.local_queue),
             )
-        released = self._book.usage.pop(key, None)
+        released = self._book.pop_usage(key)
         if released is not None:
             self._on_change(released.cluster_queue, released.local_queue)
             self.queue.add(released.cluster_queue)
@@ -136,50 +139,65 @@ class KueueScheduler:
     def reconcile(self, cq_name: str) -> Requeue:
         book = self._book
         if cq_name == NO_QUEUE:
-            for entry in list(book.pending.values()):
-                if book.cluster_queue_of(entry.key[0], entry.local_queue) is None:
-                    self._mark(
-                        entry, "Inadmissible", f"LocalQueue {entry.local_queue} doesn't exist"
-                    )
+            for entry in book.pending_without_queue():
+                self._mark(entry, "Inadmissible", f"LocalQueue {entry.local_queue} doesn't exist")
             return None
-        entries = sorted(
-            (
-                e
-                for e in book.pending.values()
-                if book.cluster_queue_of(e.key[0], e.local_queue) == cq_name
-            ),
-            key=Pending.order,
-        )
+        entries = book.pending_in(cq_name)
         cq = book.cluster_queues.get(cq_name)
         if cq is None or book.missing_flavors(cq_name) or _stopped(cq):
             why = "doesn't exist" if cq is None else "is inactive"
             for entry in entries:
                 self._mark(entry, "Inadmissible", f"ClusterQueue {cq_name} {why}")
             return None
-        strict = (cq.get("spec") or {}).get("queueingStrategy") == "StrictFIFO"
-        selector = (cq.get("spec") or {}).get("namespaceSelector")
+        self._cycle(cq_name, cq, entries)
+        return None
+
+    def _cycle(self, cq_name: str, cq: Obj, entries: Iterable[Pending]) -> None:
+        """One pass over the ClusterQueue's pending Workloads, in order.
+
+        Cheap per entry on purpose (a full queue may hold 10,000): the flavor assigner's
+        answer is reused for every Workload with the same signature until an admission
+        changes the free quota, and once nothing is free only Workloads requesting nothing
+        are still looked at."""
+        book = self._book
+        spec = cq.get("spec") or {}
+        strict = spec.get("queueingStrategy") == "StrictFIFO"
+        selector = spec.get("namespaceSelector")
+        nominal = book.nominal(cq_name)
         used = book.used(cq_name)
         failed: dict[tuple[object, ...], str] = {}
+        namespace_ok: dict[str, bool] = {}
+        full = False
         for entry in entries:
-            if not selector_matches(selector, book.namespace_labels(entry.key[0])):
+            if full and entry.requests_anything:
+                if not book.pending_requesting_nothing and not book.unexplained:
+                    break
+                if entry.message is not None:
+                    continue  # cannot fit, and already told why
+            namespace = entry.key[0]
+            if namespace not in namespace_ok:
+                namespace_ok[namespace] = selector_matches(
+                    selector, book.namespace_labels(namespace)
+                )
+            if not namespace_ok[namespace]:
                 self._mark(entry, "Pending", NAMESPACE_MISMATCH)
                 continue
-            signature = entry.signature()
-            result: Admission | str = failed.get(signature) or book.assign(cq_name, entry, used)
+            result = failed.get(entry.signature) or book.assign(cq_name, entry, used)
             if isinstance(result, str):
-                failed[signature] = result
+                failed[entry.signature] = result
                 self._mark(entry, "Pending", result)
                 if strict:
                     break
+                full = all(used[fr] >= quota for fr, quota in nominal.items())
                 continue
             if self._admit(entry, result):
                 used.update(result.usage)
                 failed.clear()  # what failed before may not fail in a different way now
-        return None
 
     def _mark(self, entry: Pending, reason: str, message: str) -> None:
         if entry.message == message:
             return
+        self._book.unexplained.discard(entry.key)
         wl = self._store.get(self.workloads, *entry.key)
         if wl is None or is_admitted(wl) or is_finished(wl):
             return
@@ -197,11 +215,12 @@ class KueueScheduler:
         if changed:
             apply_status(self._store, self.workloads, wl, status)
         entry.message = message
+        self._book.unexplained.discard(entry.key)
 
     def _admit(self, entry: Pending, admission: Admission) -> bool:
         wl = self._store.get(self.workloads, *entry.key)
         if wl is None or is_finished(wl) or wl["metadata"].get("deletionTimestamp"):
-            self._book.pending.pop(entry.key, None)
+            self._book.pop_pending(entry.key)
             return False
         now = self._clock.now_rfc3339()
         generation = wl["metadata"].get("generation")
@@ -230,9 +249,9 @@ class KueueScheduler:
             observed_generation=generation,
         )
         apply_status(self._store, self.workloads, wl, status)
-        self._book.pending.pop(entry.key, None)
+        self._book.pop_pending(entry.key)
         lq = (entry.key[0], entry.local_queue)
-        self._book.usage[entry.key] = Usage(admission.cluster_queue, lq, admission.usage)
+        self._book.put_usage(entry.key, Usage(admission.cluster_queue, lq, admission.usage))
         self._on_change(admission.cluster_queue, lq)
         return True
 

@@ -12,7 +12,6 @@ Status writes are coalesced: a burst of admissions costs one write per queue.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from kubesim.controllers import conditions
@@ -22,6 +21,7 @@ from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.store import StoreError
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Callable
 
     from kubesim.clock import Clock
@@ -134,12 +134,8 @@ class QueueStatus:
         if cq is None:
             return
         book = self._book
-        admitted = sum(1 for u in book.usage.values() if u.cluster_queue == name)
-        pending = sum(
-            1
-            for p in book.pending.values()
-            if book.cluster_queue_of(p.key[0], p.local_queue) == name
-        )
+        admitted = book.admitted_count(cq=name)
+        pending = book.pending_count(cq=name)
         flavors = self._flavor_lists(name, book.used(name), borrowed=True)
         conds = [dict(c) for c in (cq.get("status") or {}).get("conditions") or []]
         missing = book.missing_flavors(name)
@@ -186,13 +182,9 @@ class QueueStatus:
             return
         book = self._book
         cq_name = (lq.get("spec") or {}).get("clusterQueue", "")
-        used: Counter[tuple[str, str]] = Counter()
-        admitted = 0
-        for entry in book.usage.values():
-            if entry.local_queue == key:
-                admitted += 1
-                used.update(entry.amounts)
-        pending = sum(1 for p in book.pending.values() if (p.key[0], p.local_queue) == key)
+        used = book.used_by_local_queue(key)
+        admitted = book.admitted_count(lq=key)
+        pending = book.pending_count(lq=key)
         flavors = self._flavor_lists(cq_name, used, borrowed=False)
         conds = [dict(c) for c in (lq.get("status") or {}).get("conditions") or []]
         now = self._clock.now_rfc3339()

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubesim.controllers.podspec import pod_requests, untolerated_taint
 from kubesim.controllers.quantity import format_resource, parse_milli
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 Obj = dict[str, Any]
 WlKey = tuple[str, str]
@@ -47,15 +50,19 @@ class Pending:
     seq: int
     podsets: tuple[PodSetDemand, ...]
     message: str | None = None  # the QuotaReserved=False message last written
+    # What the flavor assigner's answer depends on: equal signatures get equal answers.
+    signature: tuple[object, ...] = field(init=False, repr=False)
+    requests_anything: bool = field(init=False, repr=False)
 
-    def order(self) -> tuple[int, str, int]:
-        return (-self.priority, self.created, self.seq)
-
-    def signature(self) -> tuple[object, ...]:
-        return tuple(
+    def __post_init__(self) -> None:
+        self.signature = tuple(
             (p.count, tuple(sorted(p.per_pod.items())), p.tolerations, p.node_selector)
             for p in self.podsets
         )
+        self.requests_anything = any(p.per_pod and p.count for p in self.podsets)
+
+    def order(self) -> tuple[int, str, int]:
+        return (-self.priority, self.created, self.seq)
 
 
 def demands_of(workload: Obj) -> tuple[PodSetDemand, ...]:
@@ -109,14 +116,125 @@ def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
     return True
 
 
-@dataclass
 class QuotaBook:
-    cluster_queues: dict[str, Obj] = field(default_factory=dict)
-    local_queues: dict[WlKey, Obj] = field(default_factory=dict)
-    flavors: dict[str, Obj] = field(default_factory=dict)
-    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
-    usage: dict[WlKey, Usage] = field(default_factory=dict)
-    pending: dict[WlKey, Pending] = field(default_factory=dict)
+    """Queues, flavors and namespaces as last seen, plus pending Workloads and admitted usage
+    with per-queue aggregates kept incrementally (a cycle or a status write must not walk
+    10,000 Workloads)."""
+
+    def __init__(self) -> None:
+        self.cluster_queues: dict[str, Obj] = {}
+        self.local_queues: dict[WlKey, Obj] = {}
+        self.flavors: dict[str, Obj] = {}
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.pending: dict[WlKey, Pending] = {}
+        self.usage: dict[WlKey, Usage] = {}
+        self._pending_by_lq: dict[WlKey, dict[WlKey, Pending]] = {}
+        self._used_by_cq: dict[str, Counter[FlavorResource]] = {}
+        self._used_by_lq: dict[WlKey, Counter[FlavorResource]] = {}
+        self._admitted_by_cq: Counter[str] = Counter()
+        self._admitted_by_lq: Counter[WlKey] = Counter()
+        self._requesting_nothing = 0
+        # Pending Workloads not yet told why they wait (no QuotaReserved=False message).
+        self.unexplained: set[WlKey] = set()
+        self._arrivals = 0  # bumped when an entry joins or moves: sorted views go stale
+        self._sorted: dict[str, tuple[tuple[object, ...], list[Pending]]] = {}
+
+    # -- pending -------------------------------------------------------------------------
+    def put_pending(self, entry: Pending) -> None:
+        old = self.pop_pending(entry.key)
+        if old is None or old.order() != entry.order() or old.local_queue != entry.local_queue:
+            self._arrivals += 1
+        self.pending[entry.key] = entry
+        self._requesting_nothing += not entry.requests_anything
+        if entry.message is None:
+            self.unexplained.add(entry.key)
+        self._pending_by_lq.setdefault((entry.key[0], entry.local_queue), {})[entry.key] = entry
+
+    def pop_pending(self, key: WlKey) -> Pending | None:
+        entry = self.pending.pop(key, None)
+        if entry is not None:
+            self._requesting_nothing -= not entry.requests_anything
+            self.unexplained.discard(key)
+            bucket = self._pending_by_lq.get((key[0], entry.local_queue), {})
+            bucket.pop(key, None)
+            if not bucket:
+                self._pending_by_lq.pop((key[0], entry.local_queue), None)
+        return entry
+
+    def pending_in(self, cq_name: str) -> Iterator[Pending]:
+        """The ClusterQueue's pending Workloads by priority, then creation (lazily: a cycle
+        that stops early does not pay for the rest)."""
+        lqs = tuple(
+            sorted(
+                k
+                for k, lq in self.local_queues.items()
+                if (lq.get("spec") or {}).get("clusterQueue") == cq_name
+            )
+        )
+        stamp = (self._arrivals, lqs)
+        cached = self._sorted.get(cq_name)
+        live = sum(len(self._pending_by_lq.get(lq, ())) for lq in lqs)
+        # Rebuilt when an entry joined or moved, or when mostly stale (admitted ones linger).
+        if cached is None or cached[0] != stamp or len(cached[1]) > 2 * live + 64:
+            entries = [e for lq in lqs for e in self._pending_by_lq.get(lq, {}).values()]
+            cached = (stamp, sorted(entries, key=Pending.order))
+            self._sorted[cq_name] = cached
+        # Entries admitted or gone since the sort are skipped; one updated in place (same
+        # order, e.g. a new message) is taken as it is now.
+        pending = self.pending
+        for entry in cached[1]:
+            current = pending.get(entry.key)
+            if current is not None:
+                yield current
+
+    @property
+    def pending_requesting_nothing(self) -> int:
+        """How many pending Workloads request no resources at all (they fit a full queue)."""
+        return self._requesting_nothing
+
+    def pending_without_queue(self) -> list[Pending]:
+        """Pending Workloads whose LocalQueue does not exist."""
+        return [
+            e
+            for lq, bucket in self._pending_by_lq.items()
+            if lq not in self.local_queues
+            for e in bucket.values()
+        ]
+
+    def pending_count(self, *, cq: str | None = None, lq: WlKey | None = None) -> int:
+        if lq is not None:
+            return len(self._pending_by_lq.get(lq, {}))
+        return sum(
+            len(b) for key, b in self._pending_by_lq.items() if self.cluster_queue_of(*key) == cq
+        )
+
+    # -- usage ---------------------------------------------------------------------------
+    def put_usage(self, key: WlKey, usage: Usage) -> None:
+        self.pop_usage(key)
+        self.usage[key] = usage
+        self._used_by_cq.setdefault(usage.cluster_queue, Counter()).update(usage.amounts)
+        self._used_by_lq.setdefault(usage.local_queue, Counter()).update(usage.amounts)
+        self._admitted_by_cq[usage.cluster_queue] += 1
+        self._admitted_by_lq[usage.local_queue] += 1
+
+    def pop_usage(self, key: WlKey) -> Usage | None:
+        usage = self.usage.pop(key, None)
+        if usage is not None:
+            self._used_by_cq[usage.cluster_queue].subtract(usage.amounts)
+            self._used_by_lq[usage.local_queue].subtract(usage.amounts)
+            self._admitted_by_cq[usage.cluster_queue] -= 1
+            self._admitted_by_lq[usage.local_queue] -= 1
+        return usage
+
+    def used(self, cq_name: str) -> Counter[FlavorResource]:
+        """A copy of what the ClusterQueue's admitted Workloads hold."""
+        return Counter(self._used_by_cq.get(cq_name, Counter()))
+
+    def used_by_local_queue(self, lq: WlKey) -> Counter[FlavorResource]:
+        return Counter(self._used_by_lq.get(lq, Counter()))
+
+    def admitted_count(self, *, cq: str | None = None, lq: WlKey | None = None) -> int:
+        return self._admitted_by_lq[lq] if lq is not None else self._admitted_by_cq[cq or ""]
 
     # -- lookups -------------------------------------------------------------------------
     def cluster_queue_of(self, namespace: str, local_queue: str) -> str | None:
@@ -137,13 +255,6 @@ class QuotaBook:
             for f in g.get("flavors") or []
         ]
         return sorted({n for n in names if n not in self.flavors})
-
-    def used(self, cq_name: str) -> Counter[FlavorResource]:
-        total: Counter[FlavorResource] = Counter()
-        for entry in self.usage.values():
-            if entry.cluster_queue == cq_name:
-                total.update(entry.amounts)
-        return total
 
     def nominal(self, cq_name: str) -> dict[FlavorResource, int]:
         cq = self.cluster_queues.get(cq_name) or {}
