@@ -6,20 +6,19 @@ Kubernetes client, as an operator with kubectl would.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from app.kube.apply import get
-from app.kube.client import KubeClient, TokenBucket
+from app.kube.client import KubeClient, KubeSettings, TokenBucket
 from app.kube.informers import Informers
 from app.kube.resources import JOBS, Resource
-from app.main import BackgroundComponent, Service
-from app.reconcile.engine import EngineConfig, Reconciler
-from app.reconcile.steps import StepContext, install_steps
+from app.main import Service
+from app.reconcile.engine import Reconciler
 from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN, Api
 from tests.support.kube_fixtures import api_client_for
@@ -60,7 +59,6 @@ class Stack:
     kube: KubeClient
     engine: Reconciler
     informers: Informers
-    steps: StepContext
     http: httpx.AsyncClient
 
     @property
@@ -161,59 +159,44 @@ class Stack:
 
 
 async def running_stack(
-    database_url: str, cluster: Cluster, *, instance_id: str = "steps-test"
+    database_url: str, cluster: Cluster, kubeconfig: Path, *, instance_id: str = "steps-test"
 ) -> AsyncIterator[Stack]:
-    """Start the API with the reconciler as a background component; stop it afterwards."""
-    kube = KubeClient(api_client_for(cluster), TokenBucket(1000.0, 1000))
-    observer_kube = KubeClient(api_client_for(cluster), TokenBucket(1000.0, 1000))
-    settings = service_settings(database_url, instance_id=instance_id)
-    service = Service(settings)
-    informers = Informers(kube, watch_timeout=60.0, backoff_cap=1.0)
-    parts: dict[str, Any] = {}
-
-    async def start() -> None:
-        assert service.db is not None
-        engine = Reconciler(
-            service.db,
-            EngineConfig(
-                instance_id=instance_id,
-                dsn=database_url,
-                lease_ttl=5.0,
-                sweep_interval=0.2,
-                workers=4,
-                retry_base=0.05,
-                retry_cap=1.0,
-            ),
-        )
-        parts["engine"] = engine
-        parts["steps"] = install_steps(
-            engine, db=service.db, kube=kube, informers=informers, instance_id=instance_id
-        )
-        informers.start()
-        await asyncio.wait_for(informers.wait_synced(), 10)
-        await engine.start()
-
-    async def stop() -> None:
-        if "engine" in parts:
-            await parts["engine"].stop(grace=2.0)
-        await informers.stop()
-
-    service.components.append(BackgroundComponent("reconciler", start, stop))
+    """Run the service as `python -m app serve` would against `cluster`: API, engine, steps
+    and informers (`app.wiring`); wait until `/readyz` says the reconciler runs."""
+    cluster.write_kubeconfig(kubeconfig)
+    settings = service_settings(
+        database_url,
+        instance_id=instance_id,
+        kubeconfig=str(kubeconfig),
+        lease_ttl_seconds=5.0,
+        sweep_interval_seconds=0.2,
+        workers=4,
+    )
+    service = Service(
+        settings,
+        kube_settings=KubeSettings(kubeconfig=str(kubeconfig), write_qps=1000.0, write_burst=1000),
+    )
+    observer = KubeClient(api_client_for(cluster), TokenBucket(1000.0, 1000))
     await service.start()
     try:
         async with httpx.AsyncClient(
             base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30
         ) as http:
+
+            async def ready() -> bool:
+                return (await http.get("/readyz")).status_code == 200
+
+            await wait_until(ready, timeout=15, message="/readyz 200")
+            assert service.reconciler is not None and service.kubernetes is not None
+            assert service.kubernetes.informers is not None
             yield Stack(
                 service=service,
                 cluster=cluster,
-                kube=observer_kube,
-                engine=parts["engine"],
-                informers=informers,
-                steps=parts["steps"],
+                kube=observer,
+                engine=service.reconciler,
+                informers=service.kubernetes.informers,
                 http=http,
             )
     finally:
         await service.stop()
-        await kube.close()
-        await observer_kube.close()
+        await observer.close()
