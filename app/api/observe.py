@@ -2,7 +2,7 @@
 
 It wraps the whole Litestar application (not one route), so 404s for unknown paths and
 errors raised anywhere are counted too. The route label is Litestar's path template
-(``/api/v1/projects/{project:str}``), never the raw path, to keep label values bounded.
+(``/api/v1/projects/{project}``), never the raw path, to keep label values bounded.
 """
 
 from __future__ import annotations

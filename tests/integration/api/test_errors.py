@@ -199,3 +199,46 @@ async def test_the_openapi_document_describes_the_api(shared_client: httpx.Async
     assert "202" in create["responses"]
     assert "422" in create["responses"]
     assert ADMIN_TOKEN not in response.text
+
+
+async def test_a_wrong_method_is_405_as_a_problem(shared_client: httpx.AsyncClient) -> None:
+    assert_problem(
+        await shared_client.patch("/api/v1/projects", json={}), 405, "method-not-allowed"
+    )
+
+
+async def test_metrics_lists_every_operations_metric_with_help(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    text = (await shared_client.get("/metrics")).text
+    for name in (
+        "aicp_http_requests_total",
+        "aicp_http_request_duration_seconds",
+        "aicp_validation_errors_total",
+        "aicp_reconcile_total",
+        "aicp_reconcile_duration_seconds",
+        "aicp_reconcile_errors_total",
+        "aicp_reconcile_lag_seconds",
+        "aicp_leases_held",
+        "aicp_watch_events_total",
+        "aicp_watch_restarts_total",
+        "aicp_drift_corrections_total",
+        "aicp_workloads",
+        "aicp_workload_accepted_to_job_created_seconds",
+        "aicp_workload_accepted_to_admitted_seconds",
+        "aicp_workload_accepted_to_running_seconds",
+        "aicp_resources_stuck_deleting",
+    ):
+        base = name.removesuffix("_total")
+        assert f"# HELP {base}" in text or f"# HELP {name}" in text, name
+
+
+async def test_request_latency_is_recorded_by_route_template(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    await shared_client.get("/api/v1/projects/nobody")
+    text = (await shared_client.get("/metrics")).text
+    assert (
+        'aicp_http_request_duration_seconds_count{method="GET",'
+        'route="/api/v1/projects/{project}",status="404"}'
+    ) in text
