@@ -18,6 +18,15 @@ from tests.chart.rendering import DEFAULT_VALUES, render
 
 OBSERVED = Path(__file__).with_name("observed_kube_calls.json")
 
+# Calls aicp makes that the recorded golden path does not (yet) exercise, each with the code
+# that makes it. Every entry must be granted; keep this list short and justified.
+OFF_THE_GOLDEN_PATH: dict[Attribute, str] = {
+    Attribute("", "pods/log", "get"): (
+        "GET .../workloads/{name}/logs reads pod logs live (app.kube.apply.pod_logs); "
+        "recorded on the golden path once the API serves that endpoint"
+    ),
+}
+
 
 def granted() -> set[Attribute]:
     """Every (group, resource, verb) the rendered ClusterRole allows, rules expanded."""
@@ -45,9 +54,13 @@ def test_the_cluster_role_covers_every_call_the_reconciler_made(observed: set[At
 def test_the_cluster_role_grants_nothing_the_reconciler_did_not_use(
     observed: set[Attribute],
 ) -> None:
-    unused = sorted(granted() - observed)
+    unused = sorted(granted() - observed - OFF_THE_GOLDEN_PATH.keys())
 
     assert unused == [], f"granted but never used (remove from clusterrole.yaml): {unused}"
+
+
+def test_calls_off_the_golden_path_are_granted() -> None:
+    assert OFF_THE_GOLDEN_PATH.keys() <= granted()
 
 
 def test_the_cluster_role_uses_no_wildcards_and_no_escalating_verbs() -> None:
