@@ -189,7 +189,8 @@ def _true(status: Obj, kind: str) -> bool:
 
 def check_job_status(rt: ResourceType, old: Obj, new: Obj) -> None:
     """The Job /status rules the apiserver enforces (JobManagedBy-era validation): terminal
-    conditions take two steps and never go away; `succeeded`/`failed` never decrease."""
+    conditions take two steps and never go away; `startTime` goes only while suspended;
+    `succeeded`/`failed` never decrease."""
     if rt.plural != "jobs":
         return
     before, after = old.get("status") or {}, new.get("status") or {}
@@ -213,6 +214,10 @@ def check_job_status(rt: ResourceType, old: Obj, new: Obj) -> None:
     if _true(after, "Failed") and not _true(before, "Failed") and not _true(after, "FailureTarget"):
         causes.append(
             _status_cause("status.conditions", "cannot set Failed=True without FailureTarget=True")
+        )
+    if before.get("startTime") and not after.get("startTime") and not new["spec"].get("suspend"):
+        causes.append(
+            _status_cause("status.startTime", "startTime can be removed only while suspended")
         )
     for counter in ("succeeded", "failed"):
         if (after.get(counter) or 0) < (before.get(counter) or 0):

@@ -144,3 +144,19 @@ async def test_terminal_conditions_and_counters_never_go_back(kube_api):
                 "a", "default", {"status": undo}, _content_type=MERGE
             )
         assert err.value.status == 422
+
+
+async def test_start_time_can_be_cleared_only_while_suspended(kube_api):
+    batch = client.BatchV1Api(kube_api)
+    await batch.create_namespaced_job("default", job("a"))
+    started = {"status": {"startTime": "2026-01-01T00:00:00Z"}}
+    cleared = {"status": {"startTime": None}}
+    await batch.patch_namespaced_job_status("a", "default", started, _content_type=MERGE)
+    with pytest.raises(ApiException) as err:
+        await batch.patch_namespaced_job_status("a", "default", cleared, _content_type=MERGE)
+    assert err.value.status == 422
+    await batch.patch_namespaced_job(
+        "a", "default", {"spec": {"suspend": True}}, _content_type=MERGE
+    )
+    done = await batch.patch_namespaced_job_status("a", "default", cleared, _content_type=MERGE)
+    assert done.status.start_time is None
