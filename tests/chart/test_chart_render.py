@@ -136,6 +136,8 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_SWEEP_INTERVAL_SECONDS": "1",
         "AICP_WORKERS": "16",
         "AICP_DB_POOL_SIZE": "10",
+        "AICP_KUBE_WRITE_QPS": "50",
+        "AICP_KUBE_WRITE_BURST": "100",
     }
     assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
 
