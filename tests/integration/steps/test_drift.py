@@ -51,6 +51,8 @@ async def test_a_job_deleted_by_hand_while_running_is_recreated_with_its_evidenc
     assert types.index("EvidenceRecorded") < types.index("DriftCorrected")
     drift = next(e for e in await stack.events("victim") if e["type"] == "DriftCorrected")
     assert job_name in drift["message"] and "attempt 2" in drift["message"]
+    metrics = (await stack.http.get("/metrics")).text
+    assert 'aicp_drift_corrections_total{kind="Job"}' in metrics
 
 
 async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(stack: Stack) -> None:

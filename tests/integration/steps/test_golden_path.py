@@ -36,6 +36,22 @@ async def test_a_workload_runs_to_success_with_its_evidence(stack: Stack) -> Non
         assert expected in types, types
     actors = {e["actor"] for e in await stack.events("train") if e["type"] != "Accepted"}
     assert actors == {"controller:steps-test"}
+    metrics = (await stack.http.get("/metrics")).text
+    for name in (
+        "aicp_workload_accepted_to_job_created_seconds_count",
+        "aicp_workload_accepted_to_admitted_seconds_count",
+        "aicp_workload_accepted_to_running_seconds_count",
+    ):
+        assert _sample(metrics, name) >= 1, name
+    assert 'aicp_workloads{state="' in metrics
+
+
+def _sample(metrics: str, name: str) -> float:
+    """The value of an unlabelled sample in Prometheus text."""
+    for line in metrics.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
 
 
 async def test_a_non_zero_exit_fails_the_workload_with_the_exit_code(stack: Stack) -> None:

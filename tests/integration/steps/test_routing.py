@@ -1,0 +1,117 @@
+"""Which resource each informer event wakes (app.reconcile.steps.routing), without a cluster:
+the handler sees objects as the informers deliver them and only enqueues keys."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from app.kube.client import KubeClient, TokenBucket
+from app.kube.informers import Informers
+from app.reconcile.steps.routing import EventRouter, PoolRoutes
+
+WORKLOAD = uuid.UUID("5b4f3c1e-0000-4000-8000-00000000a11c")
+POOL = uuid.UUID("5b4f3c1e-0000-4000-8000-0000000000b1")
+
+
+class RecordingEngine:
+    """Stands in for the engine's two intake methods and records what they were asked."""
+
+    def __init__(self) -> None:
+        self.local: list[tuple[str, uuid.UUID]] = []
+        self.woken: list[tuple[str, uuid.UUID]] = []
+
+    def enqueue_local(self, kind: str, resource_id: uuid.UUID) -> bool:
+        self.local.append((kind, resource_id))
+        return True
+
+    def wake(self, kind: str, resource_id: uuid.UUID) -> None:
+        self.woken.append((kind, resource_id))
+
+
+def job(labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "kind": "Job",
+        "apiVersion": "batch/v1",
+        "metadata": {
+            "name": "train-5b4f3c-g1",
+            "namespace": "aicp-research",
+            "uid": "job-uid-1",
+            "labels": {"app.kubernetes.io/managed-by": "aicp", "aicp.dev/uid": str(WORKLOAD)}
+            if labels is None
+            else labels,
+        },
+    }
+
+
+@pytest.fixture
+async def informers() -> AsyncIterator[Informers]:
+    """Informers that are never started: their caches are filled by hand."""
+    api = client.ApiClient(client.Configuration(host="http://127.0.0.1:9"))
+    yield Informers(KubeClient(api, TokenBucket(1.0, 1)))
+    await api.close()
+
+
+@pytest.fixture
+def engine() -> RecordingEngine:
+    return RecordingEngine()
+
+
+@pytest.fixture
+def router(engine: RecordingEngine, informers: Informers) -> EventRouter:
+    routes = PoolRoutes()
+    routes.learn("research", "h100-pool", POOL)
+    return EventRouter(engine, informers, routes)  # type: ignore[arg-type]
+
+
+def test_a_job_event_queues_its_workload_by_the_uid_label(
+    router: EventRouter, engine: RecordingEngine
+) -> None:
+    router("MODIFIED", job())
+    assert engine.local == [("workload", WORKLOAD)]
+
+
+def test_a_job_whose_uid_label_was_removed_still_reaches_its_workload(
+    router: EventRouter, engine: RecordingEngine
+) -> None:
+    router("ADDED", job())
+    router("MODIFIED", job(labels={"app.kubernetes.io/managed-by": "aicp"}))
+    assert engine.local == [("workload", WORKLOAD), ("workload", WORKLOAD)]
+
+
+def test_a_pod_event_queues_the_workload_its_labels_name(
+    router: EventRouter, engine: RecordingEngine
+) -> None:
+    pod = {"kind": "Pod", "metadata": {"name": "p", "labels": {"aicp.dev/uid": str(WORKLOAD)}}}
+    router("MODIFIED", pod)
+    assert engine.local == [("workload", WORKLOAD)]
+
+
+def test_a_kueue_workload_reaches_the_workload_of_its_owner_job(
+    router: EventRouter, engine: RecordingEngine, informers: Informers
+) -> None:
+    informers.jobs.cache.put(job())
+    kueue = {
+        "kind": "Workload",
+        "metadata": {
+            "name": "job-train-5b4f3c-g1-ab12c",
+            "namespace": "aicp-research",
+            "ownerReferences": [{"kind": "Job", "name": "train-5b4f3c-g1", "uid": "job-uid-1"}],
+        },
+    }
+    router("MODIFIED", kueue)
+    assert engine.local == [("workload", WORKLOAD)]
+
+
+def test_a_cluster_queue_wakes_its_pool_and_unknown_ones_nothing(
+    router: EventRouter, engine: RecordingEngine
+) -> None:
+    router("MODIFIED", {"kind": "ClusterQueue", "metadata": {"name": "aicp-research-h100-pool"}})
+    router("MODIFIED", {"kind": "ClusterQueue", "metadata": {"name": "someone-elses"}})
+    router("MODIFIED", {"kind": "Node", "metadata": {"name": "gpu-node-1"}})
+    assert engine.woken == [("pool", POOL)]
+    assert engine.local == []
