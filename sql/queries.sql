@@ -47,8 +47,12 @@ SELECT pg_notify('aicp_work', $1);
 -- Nothing is returned when the name is taken: the caller then reads the holder to tell
 -- already-exists from being-deleted. A concurrent insert of the same name waits for the
 -- first transaction and then conflicts, so exactly one create wins.
-INSERT INTO projects (id, name, display_name, labels, spec, state_reason, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+-- One clock reading for both times, so a new row never shows updated_at before created_at.
+WITH clock AS (SELECT clock_timestamp() AS at)
+INSERT INTO projects (id, name, display_name, labels, spec, state_reason, created_by,
+                      created_at, updated_at)
+SELECT $1::uuid, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::text, clock.at, clock.at
+FROM clock
 ON CONFLICT (name) DO NOTHING
 RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
           deletion_requested_at, created_at, updated_at, created_by;
@@ -155,16 +159,19 @@ SELECT pg_notify('aicp_tokens', $1);
 
 -- name: upsert_binding
 -- xmax = 0 only on a freshly inserted row: it tells 201 (created) from 200 (replaced).
+-- One clock reading for both times on insert; a replace moves only updated_at.
+WITH clock AS (SELECT clock_timestamp() AS at)
 INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor, node_labels,
-                                  tolerations, description)
-VALUES ($1, $2, $3, $4, $5, $6)
+                                  tolerations, description, created_at, updated_at)
+SELECT $1::text, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, clock.at, clock.at
+FROM clock
 ON CONFLICT (accelerator_class) DO UPDATE
 SET resource_name = EXCLUDED.resource_name,
     flavor = EXCLUDED.flavor,
     node_labels = EXCLUDED.node_labels,
     tolerations = EXCLUDED.tolerations,
     description = EXCLUDED.description,
-    updated_at = now()
+    updated_at = EXCLUDED.updated_at
 RETURNING accelerator_class, resource_name, flavor, node_labels, tolerations, description,
           created_at, updated_at, (xmax = 0) AS inserted;
 

@@ -88,3 +88,10 @@ async def test_delete_honours_if_match_against_the_generation(api: Api) -> None:
     assert bad.status_code == 422
     fresh = await api.client.delete("/api/v1/projects/research", headers={"If-Match": '"1"'})
     assert fresh.status_code == 202
+
+
+async def test_a_new_project_is_never_updated_before_it_was_created(api: Api) -> None:
+    project = await api.create_project("research")
+    assert project["updated_at"] == project["created_at"]
+    binding = await api.put_binding("h100-80g")
+    assert binding["updated_at"] == binding["created_at"]
