@@ -31,5 +31,7 @@ async def wait_until(
             return result  # type: ignore[return-value]
         last = result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}; last: {last!r}")
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {message}; last: {last!r}"
+            )
         await asyncio.sleep(interval)
