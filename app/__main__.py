@@ -1,44 +1,82 @@
 """``python -m app serve`` (production) and ``python -m app dev`` (a laptop, nothing installed).
 
 Both run on uvloop with uvicorn in-process. ``serve`` takes its settings from the environment
-(DESIGN.md §9) and exits with status 2 and one line per bad variable when they are invalid.
+(DESIGN.md §9) and exits with status 2 and one line per bad variable when they are invalid,
+or when no Kubernetes configuration is found (in-cluster or ``KUBECONFIG``). ``dev`` adds an
+embedded PostgreSQL, a generated admin token and, unless ``KUBECONFIG`` is set, an embedded
+kubesim (see ``app.devmode``); its state lives in ``--state-dir`` (default ``.aicp``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import os
 import sys
+from typing import TYPE_CHECKING, Any
 
 import uvloop
 
 from app.config import ConfigError, Settings
+from app.kube.client import KubeConfigError
 from app.main import Service, run_service
 from app.observability.logs import configure_logging
+
+if TYPE_CHECKING:
+    from collections.abc import Coroutine
+    from pathlib import Path
 
 EXIT_CONFIG = 2
 
 
-def _serve(settings: Settings) -> int:
-    configure_logging(settings.log_format, settings.instance_id)
-    uvloop.run(run_service(settings))
+def _run(main: Coroutine[Any, Any, None]) -> int:
+    """Run `main` on uvloop; a missing cluster configuration is exit status 2."""
+    try:
+        uvloop.run(main)
+    except KubeConfigError as exc:
+        print(f"aicp: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     return 0
 
 
-def _dev() -> int:
+def _serve(settings: Settings) -> int:
+    configure_logging(settings.log_format, settings.instance_id)
+    return _run(run_service(settings))
+
+
+async def _dev_main(settings: Settings, state_dir: Path) -> None:
+    """The dev service, inside an embedded kubesim unless ``KUBECONFIG`` names a cluster."""
     from app import devmode
 
+    async with contextlib.AsyncExitStack() as stack:
+        kube_url = None
+        if settings.kubeconfig is None:
+            kube_url, kubeconfig = await stack.enter_async_context(
+                devmode.embedded_cluster(state_dir)
+            )
+            settings = dataclasses.replace(settings, kubeconfig=str(kubeconfig))
+
+        def announce(service: Service) -> None:
+            text = devmode.banner(settings, service.url, state_dir, kube_url)
+            print(text, file=sys.stderr, flush=True)
+
+        # The cluster is left (stopped) only after run_service has stopped the service.
+        await run_service(settings, on_ready=announce)
+
+
+def _dev(state_dir_arg: str | None) -> int:
+    from app import devmode
+
+    state_dir = devmode.state_dir_from(os.environ, state_dir_arg)
     try:
-        settings = devmode.dev_settings()
+        settings = devmode.dev_settings(state_dir=state_dir)
     except ConfigError as exc:
         print(f"aicp: invalid configuration:\n{exc}", file=sys.stderr)
         return EXIT_CONFIG
+    state_dir.mkdir(parents=True, exist_ok=True)
     configure_logging(settings.log_format, settings.instance_id)
-
-    def announce(service: Service) -> None:
-        print(devmode.banner(settings, service.url), file=sys.stderr, flush=True)
-
-    uvloop.run(run_service(settings, on_ready=announce))
-    return 0
+    return _run(_dev_main(settings, state_dir))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,11 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         choices=["serve", "dev"],
-        help="serve: production entry; dev: embedded PostgreSQL and admin token",
+        help="serve: production entry; dev: embedded PostgreSQL, admin token and kubesim",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        help="dev: where the embedded database, token and kubeconfig live "
+        "(default: $AICP_STATE_DIR or .aicp)",
     )
     args = parser.parse_args(argv)
     if args.command == "dev":
-        return _dev()
+        return _dev(args.state_dir)
     try:
         settings = Settings.from_env()
     except ConfigError as exc:

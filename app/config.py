@@ -1,5 +1,8 @@
 """Settings from the environment (DESIGN.md §9), validated once at startup.
 
+Beyond §9: `AICP_KUBE_WRITE_QPS` (50) and `AICP_KUBE_WRITE_BURST` (100) set the Kubernetes
+write rate limit (`app.kube.client.KubeSettings`).
+
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
 secrets) and what is expected. ``python -m app serve`` prints that and exits with status 2.
@@ -41,6 +44,10 @@ def _positive_seconds(raw: str) -> float:
     if not 0 < value < float("inf"):  # also rejects NaN
         raise ValueError(raw)
     return value
+
+
+def _positive_rate(raw: str) -> float:
+    return _positive_seconds(raw)  # the same rule: a finite number above zero
 
 
 def _log_format(raw: str) -> LogFormat:
@@ -112,6 +119,8 @@ class Settings:
     db_pool_size: int
     log_format: LogFormat
     dev_mode: bool = False
+    kube_write_qps: float = 50.0
+    kube_write_burst: int = 100
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -156,6 +165,18 @@ class Settings:
                 "'json' or 'console'",
             ),
             dev_mode=dev_mode,
+            kube_write_qps=read(
+                "AICP_KUBE_WRITE_QPS",
+                50.0,
+                _positive_rate,
+                "a positive number of Kubernetes writes per second",
+            ),
+            kube_write_burst=read(
+                "AICP_KUBE_WRITE_BURST",
+                100,
+                _int_between(1, 100_000),
+                "an integer between 1 and 100000",
+            ),
         )
         if not dev_mode:
             reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")

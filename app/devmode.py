@@ -1,21 +1,34 @@
 """Everything ``python -m app dev`` adds to a normal start, in one place.
 
 Dev mode runs aicp on a laptop with nothing installed: an embedded PostgreSQL (pgserver) under
-``.aicp/pg`` when ``DATABASE_URL`` is unset, and a generated admin token kept in
-``.aicp/admin-token`` (reused on the next start). The embedded Kubernetes simulator will be
-wired here too.
+``.aicp/pg`` when ``DATABASE_URL`` is unset, a generated admin token kept in
+``.aicp/admin-token`` (reused on the next start), and — when ``KUBECONFIG`` is unset — an
+embedded kubesim (2 nodes x 8 H100, controllers on) in the same event loop, its kubeconfig
+written to ``.aicp/kubeconfig``. The state directory is ``.aicp`` unless ``AICP_STATE_DIR`` or
+``--state-dir`` names another. Only dev mode imports the simulator; ``serve`` never does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import secrets
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config import Settings
 
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping
+
 STATE_DIR = Path(".aicp")
+KUBECONFIG_FILE = "kubeconfig"
+
+
+def state_dir_from(env: Mapping[str, str], given: str | None = None) -> Path:
+    """``--state-dir`` if given, else ``AICP_STATE_DIR``, else ``.aicp``."""
+    return Path(given or env.get("AICP_STATE_DIR") or STATE_DIR)
 
 
 def admin_token(state_dir: Path = STATE_DIR) -> str:
@@ -53,11 +66,39 @@ def dev_settings(env: dict[str, str] | None = None, state_dir: Path = STATE_DIR)
     )
 
 
-def banner(settings: Settings, url: str) -> str:
+@contextlib.asynccontextmanager
+async def embedded_cluster(state_dir: Path = STATE_DIR) -> AsyncIterator[tuple[str, Path]]:
+    """Run kubesim (2 nodes x 8 H100, Kueue and the other controllers) in this event loop;
+    yield its URL and the kubeconfig written for it (in `state_dir`, which must exist); stop
+    it on exit.
+
+    Enter it before the service starts and leave it after the service stopped, so the
+    informers never see the simulated API server go away under them.
+    """
+    from kubesim import Cluster
+
+    async with Cluster(
+        nodes=2, gpus_per_node=8, gpu_profile="h100", time_scale=1.0, port=0, controllers=True
+    ) as cluster:
+        path = cluster.write_kubeconfig(state_dir / KUBECONFIG_FILE)
+        yield cluster.url, path.resolve()
+
+
+def banner(
+    settings: Settings, url: str, state_dir: Path = STATE_DIR, kube_url: str | None = None
+) -> str:
+    """What ``python -m app dev`` prints once it serves: URL, token, where the cluster is."""
+    cluster = (
+        f"  kubesim (embedded, 2 nodes x 8 H100): {kube_url}"
+        f"   (kubeconfig: {state_dir / KUBECONFIG_FILE})\n"
+        if kube_url
+        else f"  Kubernetes: {settings.kubeconfig or 'in-cluster configuration'}\n"
+    )
     return (
         "\n"
         f"  aicp is running (dev mode): {url}\n"
-        f"  admin token: {settings.admin_token}   (saved in {STATE_DIR / 'admin-token'})\n"
-        f"  try: curl -H 'Authorization: Bearer {settings.admin_token}' {url}/api/v1/projects\n"
+        f"  admin token: {settings.admin_token}   (saved in {state_dir / 'admin-token'})\n"
+        + cluster
+        + f"  try: curl -H 'Authorization: Bearer {settings.admin_token}' {url}/api/v1/projects\n"
         f"  API description: {url}/schema/openapi.json\n"
     )

@@ -9,6 +9,10 @@
 ``run_service(settings)`` runs one until SIGTERM/SIGINT. Background components (the
 reconciler, the notifier, informers) are started and stopped in ``_start_background`` /
 ``_stop_background``: that is the seam where they plug in.
+
+With ``kube_settings`` (always under ``run_service``) the reconciler component is
+``app.wiring.ReconcilingComponent``: Kubernetes client, informers, the reconcile steps and the
+engine. Without them (tests of the API alone) the engine runs with its no-op steps.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import idempotency
 from app.store.db import Database
 from app.store.migrations import migrate
+from app.wiring import ReconcilingComponent, kube_settings_for
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -36,6 +41,7 @@ if TYPE_CHECKING:
 
     from app.api.health import ReadinessCheck
     from app.config import Settings
+    from app.kube.client import KubeClient, KubeSettings
 
 log = logging.getLogger("aicp")
 
@@ -66,10 +72,12 @@ class Service:
     """One aicp process: database, API server and background components."""
 
     settings: Settings
+    kube_settings: KubeSettings | None = None
     db: Database | None = None
     app: Litestar | None = None
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
+    kubernetes: ReconcilingComponent | None = None
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
@@ -81,6 +89,11 @@ class Service:
         assert self._socket is not None, "service not started"
         port: int = self._socket.getsockname()[1]
         return port
+
+    @property
+    def kube(self) -> KubeClient | None:
+        """The Kubernetes client (None without ``kube_settings`` or before start)."""
+        return self.kubernetes.kube if self.kubernetes is not None else None
 
     @property
     def url(self) -> str:
@@ -103,6 +116,8 @@ class Service:
                 readiness_checks=[c.readiness for c in self.components if c.readiness],
             )
             self.app = create_app(deps)
+            # The one live read the API makes (pod logs) uses the reconciler's client.
+            self.app.state["kube"] = self.kube
             await self._start_http()
         except BaseException:
             await self.stop()
@@ -135,7 +150,8 @@ class Service:
         return [BackgroundComponent("idempotency-purge", start, stop), self._reconciler_component()]
 
     def _reconciler_component(self) -> BackgroundComponent:
-        """The reconcile engine; steps register on `self.reconciler` before it starts."""
+        """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
+        set, else alone (steps register on `self.reconciler` before it starts)."""
         settings = self.settings
         assert self.db is not None and settings.database_url is not None
         engine = self.reconciler = Reconciler(
@@ -148,6 +164,18 @@ class Service:
                 workers=settings.workers,
             ),
         )
+
+        if self.kube_settings is not None:
+            kubernetes = self.kubernetes = ReconcilingComponent(
+                engine,
+                self.db,
+                self.kube_settings,
+                instance_id=settings.instance_id,
+                grace=SHUTDOWN_GRACE_SECONDS,
+            )
+            return BackgroundComponent(
+                "reconciler", kubernetes.start, kubernetes.stop, kubernetes.readiness
+            )
 
         async def stop() -> None:
             await engine.stop(grace=SHUTDOWN_GRACE_SECONDS)
@@ -220,8 +248,12 @@ class Service:
 async def run_service(
     settings: Settings, *, on_ready: Callable[[Service], None] | None = None
 ) -> None:
-    """Run aicp until SIGTERM or SIGINT, then shut down in order (see module docstring)."""
-    service = Service(settings)
+    """Run aicp until SIGTERM or SIGINT, then shut down in order (see module docstring).
+
+    Always with Kubernetes: in-cluster configuration, else ``KUBECONFIG``, else
+    ``settings.kubeconfig`` (dev mode's embedded simulator); `KubeConfigError` when none.
+    """
+    service = Service(settings, kube_settings=kube_settings_for(settings))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,124 @@
+"""The Kubernetes half of the service: client, informers, reconcile steps and the engine.
+
+`ReconcilingComponent` is the `BackgroundComponent` that `app.main.Service` runs when it has
+Kubernetes settings (always under `python -m app serve|dev`; tests may run the API alone):
+
+    start: connect the client → informers + steps installed → informers started →
+           (in the background) every informer synced → engine started
+    stop:  engine stopped (steps finish, leases released) → informers stopped → client closed
+
+The engine starts only after the first lists, so no step reads an unsynced cache (steps would
+fall back to reads, not duplicates, but a cold start would cost one GET per workload). Start
+does not wait for the sync: the HTTP server is up meanwhile and `/readyz` answers 503 naming
+the kinds still listing, then 200 once the engine runs.
+
+Order on stop matters: the informers are stopped before the client is closed, or their
+watches fail with aiohttp's "Session is closed" instead of ending cleanly; the engine is
+stopped before the informers, so no step runs against a cache that stopped changing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from app.kube.client import KubeClient, KubeSettings
+from app.kube.informers import Informers
+from app.reconcile.steps import install_steps
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.reconcile.engine import Reconciler
+    from app.store.db import Database
+
+log = logging.getLogger("aicp")
+
+
+def kube_settings_for(settings: Settings) -> KubeSettings:
+    """The client settings of a process: its kubeconfig (dev mode's embedded simulator, or
+    `KUBECONFIG`) and its write rate limit."""
+    return KubeSettings(
+        kubeconfig=settings.kubeconfig,
+        write_qps=settings.kube_write_qps,
+        write_burst=settings.kube_write_burst,
+    )
+
+
+class ReconcilingComponent:
+    """Kubernetes client, informers, steps and engine, started and stopped as one (see above).
+
+    `kube` and `informers` exist once `start()` has returned; `start()` raises
+    `app.kube.client.KubeConfigError` when no cluster configuration is found.
+    """
+
+    def __init__(
+        self,
+        engine: Reconciler,
+        db: Database,
+        settings: KubeSettings,
+        *,
+        instance_id: str,
+        grace: float,
+        informer_backoff_cap: float = 30.0,
+    ) -> None:
+        self.engine = engine
+        self.db = db
+        self.settings = settings
+        self.instance_id = instance_id
+        self.grace = grace
+        self.informer_backoff_cap = informer_backoff_cap
+        self.kube: KubeClient | None = None
+        self.informers: Informers | None = None
+        self._engine_start: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.kube = await KubeClient.connect(self.settings)
+        log.info("Kubernetes API server: %s", self.kube.host)
+        self.informers = Informers(self.kube, backoff_cap=self.informer_backoff_cap)
+        # Steps subscribe to the informers before they start, so the first list's ADDEDs
+        # are routed too.
+        install_steps(
+            self.engine,
+            db=self.db,
+            kube=self.kube,
+            informers=self.informers,
+            instance_id=self.instance_id,
+        )
+        self.informers.start()
+        self._engine_start = asyncio.create_task(
+            self._start_engine_when_synced(self.informers), name="reconcile-start"
+        )
+
+    async def _start_engine_when_synced(self, informers: Informers) -> None:
+        await informers.wait_synced()
+        log.info("informers synced; starting the reconcile engine")
+        await self.engine.start()
+
+    async def readiness(self) -> str | None:
+        """`/readyz`: the kinds not listed yet, a failed engine start, or the engine's own."""
+        if self.informers is None:
+            return "the Kubernetes client has not started"
+        missing = self.informers.not_synced()
+        if missing:
+            return f"informers not synced: {', '.join(missing)}"
+        starting = self._engine_start
+        if starting is not None and starting.done() and not starting.cancelled():
+            failure = starting.exception()
+            if failure is not None:
+                return f"the reconcile engine failed to start: {failure!r}"
+        return await self.engine.readiness()
+
+    async def stop(self) -> None:
+        if self._engine_start is not None and not self._engine_start.done():
+            self._engine_start.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._engine_start
+        try:
+            await self.engine.stop(grace=self.grace)
+        finally:
+            if self.informers is not None:
+                await self.informers.stop()
+            if self.kube is not None:
+                await self.kube.close()
