@@ -29,6 +29,7 @@ from kubesim.controllers.kueue_api import (
     is_finished,
     owned_status,
 )
+from kubesim.controllers.kueue_preemption import choose_victims, evict, readmitted
 from kubesim.controllers.quantity import parse_milli
 from kubesim.controllers.quota import (
     Admission,
@@ -84,7 +85,12 @@ class KueueScheduler:
         if admission and conditions.is_true(status.get("conditions"), "QuotaReserved"):
             if self._book.pop_pending(key) is not None:
                 self._on_change(admission.get("clusterQueue"), (key[0], lq_name))
-            self._book.put_usage(key, _usage_of(admission, (key[0], lq_name)))
+            usage = _usage_of(admission, (key[0], lq_name))
+            known = self._book.usage.get(key)
+            usage.priority = int((wl.get("spec") or {}).get("priority") or 0)
+            usage.admitted_at = known.admitted_at if known else self._clock.now()
+            usage.evicted = conditions.is_true(status.get("conditions"), "Evicted")
+            self._book.put_usage(key, usage)
             return
         released = self._book.pop_usage(key)  # evicted: its quota is free again
         if released is not None:
@@ -166,6 +172,7 @@ class KueueScheduler:
         nominal = book.nominal(cq_name)
         used = book.used(cq_name)
         failed: dict[tuple[object, ...], str] = {}
+        preempts = (spec.get("preemption") or {}).get("withinClusterQueue", "Never") != "Never"
         namespace_ok: dict[str, bool] = {}
         full = False
         for entry in entries:
@@ -186,13 +193,24 @@ class KueueScheduler:
             if isinstance(result, str):
                 failed[entry.signature] = result
                 self._mark(entry, "Pending", result)
+                victims = choose_victims(book, cq_name, cq, entry, used) if preempts else None
+                for victim in victims or ():
+                    self._evict(victim, entry)
                 if strict:
                     break
-                full = all(used[fr] >= quota for fr, quota in nominal.items())
+                full = not preempts and all(used[fr] >= q for fr, q in nominal.items())
                 continue
             if self._admit(entry, result):
                 used.update(result.usage)
                 failed.clear()  # what failed before may not fail in a different way now
+
+    def _evict(self, victim: WlKey, preemptor: Pending) -> None:
+        workload = self._store.get(self.workloads, *victim)
+        preempting = self._store.get(self.workloads, *preemptor.key)
+        if workload is None or preempting is None or not is_admitted(workload):
+            return
+        evict(self._store, self.workloads, self._clock, workload, preempting)
+        self._book.usage[victim].evicted = True  # its quota is now on its way back
 
     def _mark(self, entry: Pending, reason: str, message: str) -> None:
         if entry.message == message:
@@ -239,6 +257,7 @@ class KueueScheduler:
             now,
             observed_generation=generation,
         )
+        readmitted(conds, now, generation)
         conditions.set_condition(
             conds,
             "Admitted",

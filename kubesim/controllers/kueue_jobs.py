@@ -44,6 +44,7 @@ from kubesim.controllers.kueue_api import (
     owned_status,
     workload_name,
 )
+from kubesim.controllers.kueue_preemption import clear_admission
 from kubesim.controllers.podspec import controller_name
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.store import StoreError
@@ -137,24 +138,35 @@ class KueueJobReconciler:
         if finished is not None:
             self._finish(wl, *finished)
             return None
-        if is_admitted(wl):
+        evicted = conditions.is_true((wl.get("status") or {}).get("conditions"), "Evicted")
+        if is_admitted(wl) and not evicted:
             if job["spec"].get("suspend"):
                 self._start(job, wl)
             return None
+        self._keep_stopped(job, wl, evicted=evicted)
+        return None
+
+    def _keep_stopped(self, job: Obj, wl: Obj, *, evicted: bool) -> None:
+        """A Job whose Workload is not (or no longer) admitted: suspend it, undo Kueue's start
+        changes, release an evicted Workload's quota once no pod is left, follow queue moves."""
+        queue = job["metadata"]["labels"][QUEUE_LABEL]
+        job_status = job.get("status") or {}
         if not job["spec"].get("suspend"):
             self._suspend(job)
-        elif not (job.get("status") or {}).get("startTime") and _started_by_kueue(job):
+        elif not job_status.get("startTime") and _started_by_kueue(job):
             self._restore(job, wl)
-        if (wl.get("spec") or {}).get("queueName") != labels[QUEUE_LABEL]:
+        elif evicted and is_admitted(wl) and not job_status.get("active"):
+            # Stopped and restored, no pod left: the quota may go back (and the Workload wait).
+            clear_admission(self._store, self.workloads, self._clock, wl)
+        if (wl.get("spec") or {}).get("queueName") != queue:
             self._store.patch(
                 self.workloads,
-                key[0],
+                job["metadata"]["namespace"],
                 wl["metadata"]["name"],
-                {"spec": {"queueName": labels[QUEUE_LABEL]}},
+                {"spec": {"queueName": queue}},
                 content_type=MERGE,
                 manager=KUEUE_MANAGER,
             )
-        return None
 
     # -- steps ---------------------------------------------------------------------------
     def _create_workload(self, job: Obj) -> Requeue:

@@ -93,6 +93,9 @@ class Usage:
     cluster_queue: str
     local_queue: WlKey
     amounts: Counter[FlavorResource]
+    priority: int = 0
+    admitted_at: float = 0.0  # when this cluster saw the admission (newest are preempted first)
+    evicted: bool = False  # Evicted=True written, quota held until the Job has stopped
 
 
 def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:

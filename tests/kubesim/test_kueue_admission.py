@@ -381,3 +381,42 @@ async def test_a_cluster_queue_with_a_missing_flavor_is_inactive(kube: Kube) -> 
     wl = await kube.wait_workload_condition("stuck", "QuotaReserved", "False")
     [reserved] = [c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved"]
     assert reserved["message"] == "ClusterQueue gpu-cq is inactive"
+
+
+async def test_a_higher_priority_job_preempts_a_lower_one_which_is_stopped_and_requeued(
+    kube: Kube,
+    clock: Any,
+) -> None:
+    await kube.kueue_setup(gpus=8, preemption={"withinClusterQueue": "LowerPriority"})
+    await kube.create_priority_class("high", 1000)
+    await kube.batch.create_namespaced_job(NS, gpu_job("low", gpus=8, run_seconds=60))
+    await kube.wait_pod_phase("low", "Running")
+
+    await kube.batch.create_namespaced_job(
+        NS, gpu_job("urgent", gpus=8, run_seconds=5, priority_class="high")
+    )
+
+    evicted = await kube.wait_workload_condition("low", "Evicted")
+    by_type = {c["type"]: c for c in evicted["status"]["conditions"]}
+    assert by_type["Evicted"]["reason"] == "Preempted"
+    assert by_type["Preempted"]["reason"] == "InClusterQueue"
+    assert by_type["Evicted"]["message"].startswith("Preempted to accommodate a workload (UID: ")
+    requeued = await kube.wait_workload_condition("low", "Requeued")
+    by_type = {c["type"]: c for c in requeued["status"]["conditions"]}
+    assert by_type["Requeued"]["reason"] == "Preempted"
+    assert by_type["QuotaReserved"]["status"] == "False"  # Preempted, then Pending behind urgent
+    assert "admission" not in requeued["status"]
+    low = await kube.job("low")
+    assert low.spec.suspend is True
+    assert not low.spec.template.spec.node_selector
+    assert "kueue.x-k8s.io/podset" not in (low.spec.template.metadata.labels or {})
+    assert "kueue.x-k8s.io/stopping" not in (low.metadata.annotations or {})
+    await kube.wait_pod_phase("urgent", "Running")
+
+    clock.advance(5)
+
+    readmitted = await kube.wait_workload_condition("low", "Admitted")
+    by_type = {c["type"]: c for c in readmitted["status"]["conditions"]}
+    assert by_type["Evicted"]["status"] == "False"
+    assert by_type["Evicted"]["message"].startswith("Previously: Preempted to accommodate")
+    await wait_until(lambda: _unsuspended(kube, "low"), message="the low Job restarted")
