@@ -6,8 +6,11 @@ One call, in order:
    ClusterQueue, the flavor if no other live pool uses it (invariant 9), and once the
    ClusterQueue is gone and no workload row references the pool, finalize;
 2. the project's namespace not applied yet → look again shortly;
-3. a new generation (quota change) or a ClusterQueue that lacks what aicp declares (drift,
-   or gone) → apply all three objects; drift is recorded as `DriftCorrected`;
+3. a new generation (quota change), or drift → apply all three objects; drift is recorded as
+   `DriftCorrected`. The ClusterQueue is watched, so it is compared on every call; the flavor
+   and the LocalQueue are not, so they are read from the server at most every
+   `UNWATCHED_CHECK_SECONDS` per pool (and on every call while the pool is DEGRADED — a
+   missing flavor deactivates the queue);
 4. status from the ClusterQueue (`classify_pool`): state, reason, usage → fenced write when
    anything changed, an event when the state changed.
 
@@ -19,6 +22,7 @@ using it under that lock, so a pool being created never loses its flavor to one 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -32,6 +36,7 @@ from app.domain.render import (
     render_resource_flavor,
 )
 from app.domain.specs import BindingPut, Quota
+from app.domain.states import ResourceState
 from app.kube.apply import apply, delete, get
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 from app.observability.metrics import DRIFT_CORRECTIONS
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("aicp.reconcile")
 
 WAIT_SECONDS = 0.5
+#: How often a settled pool's unwatched objects (flavor, LocalQueue) are read back, at most.
+UNWATCHED_CHECK_SECONDS = 30.0
 #: While a deletion waits for the pool's workloads to be finalized.
 DELETION_RECHECK_SECONDS = 1.0
 
@@ -69,6 +76,7 @@ class PoolStep:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        self._checked: dict[uuid.UUID, float] = {}  # pool id → monotonic time of last check
 
     async def __call__(self, pool_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
@@ -77,6 +85,7 @@ class PoolStep:
             row = await reconciling.load_pool(conn, pool_id)
         if row is None:
             ctx.routes.forget(pool_id)
+            self._checked.pop(pool_id, None)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
         identity = _identity(row)
@@ -95,6 +104,8 @@ class PoolStep:
                 # Not in the cache: ask the server before calling it drift.
                 queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
             found = declared_drift(desired, queue)
+            if not found and self._unwatched_due(row, queue, binding):
+                found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
             queue = await self._apply(row, identity, binding, desired)
@@ -114,7 +125,31 @@ class PoolStep:
                         f"LocalQueue {identity.local_queue} in {identity.namespace}.",
                     )
                 )
-        return await self._record(fence, row, identity, binding, queue, events)
+        await self._record(fence, row, identity, binding, queue, events)
+        return Result.requeue(UNWATCHED_CHECK_SECONDS)
+
+    def _unwatched_due(self, row: PoolRow, queue: Obj | None, binding: BindingPut) -> bool:
+        """Whether to read the flavor and LocalQueue back now: every `UNWATCHED_CHECK_SECONDS`,
+        and at once while the queue says the pool cannot admit (a flavor may be missing)."""
+        now = time.monotonic()
+        state = classify_pool(queue, resource_name=binding.resource_name).state
+        recent = now - self._checked.get(row.id, 0.0) < UNWATCHED_CHECK_SECONDS
+        if recent and state != ResourceState.DEGRADED:
+            return False
+        self._checked[row.id] = now
+        return True
+
+    async def _unwatched_drift(self, identity: PoolIdentity, binding: BindingPut) -> list[str]:
+        """What the flavor and the LocalQueue on the server lack of what aicp declares."""
+        found: list[str] = []
+        for desired in (render_resource_flavor(binding), render_local_queue(identity)):
+            meta = desired["metadata"]
+            resource = RESOURCE_FLAVORS if desired["kind"] == "ResourceFlavor" else LOCAL_QUEUES
+            live = await get(self.ctx.kube, resource, meta.get("namespace"), meta["name"])
+            found += [
+                f"{desired['kind']} {m}" if live else m for m in declared_drift(desired, live)
+            ]
+        return found
 
     async def _apply(
         self, row: PoolRow, identity: PoolIdentity, binding: BindingPut, desired: Obj
@@ -136,7 +171,7 @@ class PoolStep:
         binding: BindingPut,
         queue: Obj | None,
         events: list[Event],
-    ) -> Result:
+    ) -> None:
         state, reason, usage = classify_pool(queue, resource_name=binding.resource_name)
         observed: dict[str, Any] = {
             "cluster_queue": identity.cluster_queue,
@@ -152,7 +187,7 @@ class PoolStep:
             and row.observed_generation == row.generation
         )
         if unchanged and not events:
-            return Result.done()
+            return
         written = await self.ctx.write_status(
             fence,
             _subject(row),
@@ -164,7 +199,6 @@ class PoolStep:
         )
         if written.written and state.value != row.state:
             log.info("pool %s/%s: %s -> %s: %s", row.project, row.name, row.state, state, reason)
-        return Result.done()
 
     async def _delete(
         self, fence: Fence, row: PoolRow, identity: PoolIdentity, binding: BindingPut

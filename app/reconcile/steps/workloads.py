@@ -30,6 +30,7 @@ from app.domain.render import render_job
 from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.states import WorkloadState
 from app.kube.apply import apply, get, remove_finalizer
+from app.kube.errors import Invalid
 from app.kube.resources import JOBS
 from app.observability.metrics import TIME_TO_ADMITTED, TIME_TO_JOB_CREATED, TIME_TO_RUNNING
 from app.reconcile.steps import deletion, drift
@@ -123,7 +124,10 @@ class WorkloadStep:
         ctx = self.ctx
         recorded_job = (row.observed.get("job") or {}).get("name")
         recreated = row.observed_generation == row.generation and recorded_job == identity.job_name
-        created = await apply(ctx.kube, render_job(identity, spec, row.accelerator_resource))
+        try:
+            created = await apply(ctx.kube, render_job(identity, spec, row.accelerator_resource))
+        except Invalid as exc:
+            return await self._rejected(fence, row, identity, exc)
         classification = observe(ctx, row, spec, created)
         if recreated:
             event = drift.recreated_event(row, identity.job_name, previous_attempts(row))
@@ -153,6 +157,23 @@ class WorkloadStep:
             classification.state.value,
         )
         return Result.done()
+
+    async def _rejected(
+        self, fence: Fence, row: WorkloadRow, identity: JobIdentity, exc: Invalid
+    ) -> Result:
+        """The cluster refuses the Job as invalid: retrying cannot help, so say why and stop."""
+        reason = f"The cluster rejected Job {identity.job_name} as invalid: {exc}".rstrip(".") + "."
+        await self.ctx.write_status(
+            fence,
+            subject_of(row),
+            generation=row.generation,
+            state=WorkloadState.FAILED.value,
+            reason=reason,
+            observed={},
+            events=[Event("Failed", reason, "JobRejected")],
+        )
+        log.warning("workload %s/%s: %s", row.project, row.name, reason)
+        return Result.release()
 
     async def _observe(
         self, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.steps.stack import NAMESPACE, Stack
+from app.kube.resources import CLUSTER_QUEUES, RESOURCE_FLAVORS
+from tests.integration.steps.stack import CLASS, NAMESPACE, POOL, POOLS, Stack
 from tests.support.waiting import wait_until
 
 JOB_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+QUEUE = "aicp-research-h100-pool"
 
 
 async def _patch_job(stack: Stack, name: str, patch: list[dict[str, Any]]) -> None:
@@ -100,3 +102,48 @@ async def test_the_job_is_applied_once_as_aicp_and_never_re_suspended(stack: Sta
     assert "aicp-metadata" not in stats["by_field_manager"]  # no drift, no metadata apply
     assert stats["by_verb_path"][f"patch {JOB_PATH}"] == 2
     assert stats["by_content_type"]["application/json-patch+json"] == 1
+
+
+async def _pool_events(stack: Stack) -> list[dict[str, Any]]:
+    response = await stack.http.get(f"{POOLS}/{POOL}/events", params={"limit": 500})
+    assert response.status_code == 200, response.text
+    return list(reversed(response.json()["items"]))
+
+
+async def _drift_events(stack: Stack) -> list[dict[str, Any]]:
+    return [e for e in await _pool_events(stack) if e["type"] == "DriftCorrected"]
+
+
+async def test_a_cluster_queue_deleted_by_hand_is_recreated(stack: Stack) -> None:
+    await stack.setup_pool()
+    assert not [e for e in await _pool_events(stack) if e["type"] == "DriftCorrected"]
+
+    await stack.kube.custom.delete_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "clusterqueues", QUEUE, _preload_content=False
+    )
+
+    async def recreated() -> bool:
+        return await stack.read(CLUSTER_QUEUES, None, QUEUE) is not None
+
+    await wait_until(recreated, timeout=10, message="ClusterQueue recreated")
+    drift = await wait_until(lambda: _drift_events(stack), timeout=10, message="DriftCorrected")
+    assert len(drift) == 1 and f"ClusterQueue {QUEUE} is missing" in drift[0]["message"]
+    await stack.wait_pool_state("READY")
+    await stack.submit("after")
+    await stack.wait_state("after", "SUCCEEDED")
+
+
+async def test_a_flavor_deleted_by_hand_is_restored_and_the_pool_recovers(stack: Stack) -> None:
+    await stack.setup_pool()
+
+    await stack.kube.custom.delete_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "resourceflavors", CLASS, _preload_content=False
+    )
+
+    async def restored() -> bool:
+        return await stack.read(RESOURCE_FLAVORS, None, CLASS) is not None
+
+    await wait_until(restored, timeout=10, message="ResourceFlavor restored")
+    await stack.wait_pool_state("READY")
+    drift = await wait_until(lambda: _drift_events(stack), timeout=10, message="DriftCorrected")
+    assert f"ResourceFlavor {CLASS} is missing" in drift[0]["message"]
