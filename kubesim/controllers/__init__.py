@@ -21,6 +21,7 @@ from kubesim.controllers.kueue_status import QueueStatus
 from kubesim.controllers.quota import QuotaBook
 from kubesim.controllers.runtime import K, Requeue, WorkQueue, run_worker, watch_forever
 from kubesim.controllers.scheduler import Scheduler
+from kubesim.controllers.ttl import TtlController
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -51,6 +52,7 @@ class Controllers:
         self._gpu_profile = gpu_profile
         self._tasks: list[asyncio.Task[None]] = []
         self.jobs = JobController(store, clock)
+        self.ttl = TtlController(store, clock)
         self.scheduler = Scheduler(store, clock)
         self.kubelet = Kubelet(store, clock)
         self.quota = QuotaBook()
@@ -96,7 +98,13 @@ class Controllers:
             self.kueue.on_workload_event,
             self.kueue_jobs.on_workload_event,
         )
-        self._watch("batch", "jobs", self.kueue_jobs.on_job_event, self.jobs.on_job_event)
+        self._watch(
+            "batch",
+            "jobs",
+            self.kueue_jobs.on_job_event,
+            self.jobs.on_job_event,
+            self.ttl.on_job_event,
+        )
         self._watch("", "nodes", self.scheduler.on_node_event)
         self._watch(
             "",
@@ -109,6 +117,7 @@ class Controllers:
         self._run("kueue-queue-status", self.queue_status.queue, self.queue_status.reconcile)
         self._run("kueue-job", self.kueue_jobs.queue, self.kueue_jobs.reconcile)
         self._run("job-controller", self.jobs.queue, self.jobs.reconcile)
+        self._run("ttl-after-finished", self.ttl.queue, self.ttl.reconcile)
         self._run("scheduler", self.scheduler.queue, self.scheduler.reconcile)
         self._run("kubelet", self.kubelet.queue, self.kubelet.reconcile)
 

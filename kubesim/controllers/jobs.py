@@ -14,8 +14,6 @@ Per Job, level-triggered from the Job and its pods:
   `DeadlineExceeded` after `activeDeadlineSeconds`, active pods then deleted and counted failed)
   and `Failed` once no pod is left running; `SuccessCriteriaMet` reason `CompletionsReached` and
   `Complete` plus `completionTime` likewise;
-- a finished Job with `ttlSecondsAfterFinished` is deleted (propagation Foreground) that long
-  after it finished.
 
 Not simulated: indexed completion mode, podFailurePolicy, successPolicy, the exponential
 back-off (10 s, 20 s, ...) before replacing a failed pod, pod readiness gates.
@@ -276,9 +274,7 @@ class JobController:
             self._counted.add(pod["metadata"]["uid"])
         for pod in census.new_succeeded + census.new_failed + census.uncountable:
             self._drop_finalizer(pod)
-        if finished or _finished(step.conds):
-            return self._ttl(job, step.conds, step.completion_time, self._clock.now())
-        return step.requeue
+        return None if finished else step.requeue
 
     def _write_status(self, key: Key, status: Obj, census: Census, step: Step) -> None:
         new_status: Obj = {
@@ -373,27 +369,6 @@ class JobController:
                 self._delete_pod(pod, counted_as_failure=False)
             step.ready = sum(_is_ready(p) for p in by_age[:wanted])
         step.active = wanted
-
-    def _ttl(self, job: Obj, conds: list[Obj], completion_time: str | None, now: float) -> Requeue:
-        ttl = job["spec"].get("ttlSecondsAfterFinished")
-        if ttl is None:
-            return None
-        finished_at = completion_time
-        if finished_at is None:
-            failed = conditions.find(conds, "Failed")
-            finished_at = failed.get("lastTransitionTime") if failed else None
-        remaining = (_epoch(finished_at) or now) + int(ttl) - now
-        if remaining > 0:
-            return remaining
-        meta = job["metadata"]
-        try:
-            self._store.delete(
-                self.jobs, meta["namespace"], meta["name"], propagation_policy="Foreground"
-            )
-        except StoreError as exc:
-            if exc.code != 404:
-                raise
-        return None
 
     def _release_orphans(self, key: Key) -> None:
         """A deleted Job's pods keep living (Orphan is the Job default) but lose the tracking
