@@ -6,7 +6,8 @@ in-memory tables and enqueues a key, never doing I/O.
 | object        | resource        | how                                                         |
 |---------------|-----------------|-------------------------------------------------------------|
 | Job, Pod      | workload        | label `aicp.dev/uid`; for a Job whose label was removed by   |
-|               |                 | hand, the uid last seen on that Job                          |
+|               |                 | hand, the uid last seen on that Job. A Job being deleted     |
+|               |                 | while aicp's finalizer holds it wakes the workload (below)   |
 | Kueue Workload| workload        | its owner Job (ownerReferences) → that Job's uid            |
 | ClusterQueue  | pool            | by name, through `PoolRoutes` (filled by the pool steps)    |
 | Node          | —               | nodes change evidence only through the pods that use them   |
@@ -24,7 +25,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from app.domain.naming import cluster_queue_name
-from app.domain.render_labels import UID_LABEL
+from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.store import reconciling
 
 if TYPE_CHECKING:
@@ -124,6 +125,17 @@ class EventRouter:
             self._job_owner.pop(key, None)
         elif workload_id is not None:
             self._job_owner[key] = workload_id
+        meta = obj.get("metadata") or {}
+        if (
+            workload_id is not None
+            and meta.get("deletionTimestamp")
+            and EVIDENCE_FINALIZER in (meta.get("finalizers") or ())
+        ):
+            # A Job held by aicp's finalizer is being deleted: whoever holds the workload's
+            # lease must record its evidence, even for a settled workload nobody holds (its
+            # finalizer removal failed before); wake claims the lease if it is free.
+            self._engine.wake("workload", workload_id)
+            return
         self._workload(workload_id)
 
     def _kueue_workload(self, obj: Obj) -> None:

@@ -115,3 +115,13 @@ def test_a_cluster_queue_wakes_its_pool_and_unknown_ones_nothing(
     router("MODIFIED", {"kind": "Node", "metadata": {"name": "gpu-node-1"}})
     assert engine.woken == [("pool", POOL)]
     assert engine.local == []
+
+
+def test_a_job_being_deleted_under_the_evidence_finalizer_wakes_its_workload(
+    router: EventRouter, engine: RecordingEngine
+) -> None:
+    deleting = job()
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-30T06:00:00Z"
+    deleting["metadata"]["finalizers"] = ["aicp.dev/evidence"]
+    router("MODIFIED", deleting)
+    assert engine.woken == [("workload", WORKLOAD)]
