@@ -114,10 +114,9 @@ class Service:
                 db=self.db,
                 admin_token=settings.admin_token,
                 readiness_checks=[c.readiness for c in self.components if c.readiness],
+                kube=self.kube,  # the reconciler's client serves the one live read (pod logs)
             )
             self.app = create_app(deps)
-            # The one live read the API makes (pod logs) uses the reconciler's client.
-            self.app.state["kube"] = self.kube
             await self._start_http()
         except BaseException:
             await self.stop()

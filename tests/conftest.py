@@ -3,4 +3,5 @@
 pytest_plugins = [
     "tests.support.pg_fixtures",
     "tests.support.kube_fixtures",
+    "tests.support.service",
 ]

@@ -12,7 +12,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.api import bindings, events, pools, projects, tokens, workloads
+from app.api import bindings, events, pools, projects, tokens, workload_views, workloads
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, provide_caller
@@ -24,6 +24,7 @@ from app.api.validation import MAX_BODY_BYTES
 if TYPE_CHECKING:
     from litestar.types import ASGIApp
 
+    from app.kube.client import KubeClient
     from app.store.db import Database
 
 API_PREFIX = "/api/v1"
@@ -36,6 +37,7 @@ class ApiDependencies:
     db: Database
     admin_token: str | None
     readiness_checks: list[ReadinessCheck] = field(default_factory=list)
+    kube: KubeClient | None = None  # for the one live read (pod logs); None: answer 503
 
 
 def _resource_routes() -> list[Any]:
@@ -47,6 +49,7 @@ def _resource_routes() -> list[Any]:
         *pools.ROUTES,
         *workloads.ROUTES,
         *events.ROUTES,
+        *workload_views.ROUTES,
     ]
 
 
@@ -93,6 +96,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["db"] = deps.db
     app.state["admin_token"] = deps.admin_token
     app.state["readiness_checks"] = deps.readiness_checks
+    app.state["kube"] = deps.kube
     app.state["stopping"] = False
     return app
 

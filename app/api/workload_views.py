@@ -1,0 +1,135 @@
+"""`.../workloads/{name}/logs` and `.../workloads/{name}/manifest`: two views of a workload's
+current generation that are not stored as such.
+
+- `/logs?tail=N` (N in 1..10000, default 100) is the one live read from Kubernetes (DESIGN.md
+  §2): the `main` container's last N lines of every pod of the current generation's Job, as
+  `text/plain`. With more than one pod every line is prefixed with `[<pod name>] `. No pod yet
+  (nothing created, not admitted, or already removed) is a 404 whose detail says why; the
+  cluster being unreachable is a 503.
+- `/manifest` is the Job for the current generation exactly as aicp applies it when creating
+  it: `render_job` over the stored row, so it never depends on the cluster.
+
+Both follow the tenancy rules of every `GET`: any member of the project reads them.
+"""
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Request, Response, get
+from litestar.params import Parameter
+
+from app.api.auth import ProjectRef
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import READ, problems
+from app.api.workloads import ONE, NamePath
+from app.domain.errors import NotFound, ServiceUnavailable
+from app.domain.render import render_job
+from app.domain.render_labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
+from app.domain.rendering_inputs import JobIdentity
+from app.domain.specs import WorkloadSpec
+from app.kube.apply import pod_logs
+from app.kube.cache import Obj
+from app.kube.client import KubeClient
+from app.kube.errors import NotFound as KubeNotFound
+from app.kube.resources import request_json
+from app.store import reconciling, workloads
+from app.store.db import Database
+from app.store.reconciling import WorkloadRow
+
+DEFAULT_TAIL = 100
+MAX_TAIL = 10_000
+Tail = Annotated[
+    int,
+    Parameter(ge=1, le=MAX_TAIL, description=f"Lines per pod, 1 to {MAX_TAIL} (default 100)"),
+]
+
+
+async def _current_row(db: Database, project: ProjectRef, name: str) -> WorkloadRow:
+    """The stored workload (404 `not-found`, like every read, when the name is not visible)."""
+    async with db.connection() as conn:
+        workload_id = await workloads.get_id(conn, project, name)
+        row = await reconciling.load_workload(conn, workload_id)
+    if row is None:  # finalized between the two reads
+        raise NotFound(f"Workload {name!r} does not exist.")
+    return row
+
+
+def _identity(row: WorkloadRow) -> JobIdentity:
+    return JobIdentity(
+        project=row.project, workload=row.name, uid=str(row.id), generation=row.generation
+    )
+
+
+@get(
+    ONE + "/manifest",
+    summary="The Job manifest of the current generation",
+    description="The batch/v1 Job aicp applies (server-side apply, field manager `aicp`) to "
+    "create the current generation's Job: rendered from the stored spec, so it is available "
+    "before the Job exists. Kueue later unsuspends it and adds the flavor's node selector.",
+    responses=problems(*READ),
+    tags=["workloads"],
+)
+async def get_manifest(caller: CallerDep, db: DbDep, name: str = NamePath) -> dict[str, Any]:
+    row = await _current_row(db, caller.require_project(), name)
+    spec = msgspec.convert(row.spec, WorkloadSpec)
+    return render_job(_identity(row), spec, row.accelerator_resource)
+
+
+async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Obj]:
+    identity = _identity(row)
+    selector = f"{UID_LABEL}={row.id},{GENERATION_LABEL}={row.generation}"
+    listed = await request_json(
+        kube.core.list_namespaced_pod(
+            identity.namespace, label_selector=selector, _preload_content=False
+        )
+    )
+    items: list[Obj] = listed.get("items") or []
+    return sorted(items, key=lambda pod: str(pod["metadata"]["name"]))
+
+
+async def _pod_text(kube: KubeClient, namespace: str, pod: str, tail: int) -> str:
+    try:
+        return await pod_logs(kube, namespace, pod, container=MAIN_CONTAINER, tail_lines=tail)
+    except KubeNotFound:
+        return ""  # deleted between the list and the read: nothing to show for it
+
+
+@get(
+    ONE + "/logs",
+    summary="Logs of the current generation's pods",
+    description="The last `tail` lines (1 to 10000, default 100) of the main container of "
+    "every pod of the current generation's Job, read live from Kubernetes, as `text/plain`. "
+    "With several pods each line is prefixed with `[<pod name>] `. 404 while the workload has "
+    "no pod (not created or admitted yet, or removed); 503 when Kubernetes is unreachable.",
+    media_type="text/plain",
+    responses=problems(*READ),
+    tags=["workloads"],
+)
+async def get_logs(
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    tail: Tail = DEFAULT_TAIL,
+) -> Response[str]:
+    row = await _current_row(db, caller.require_project(), name)
+    kube: KubeClient | None = request.app.state.get("kube")
+    if kube is None:
+        raise ServiceUnavailable("This replica is not connected to Kubernetes; pod logs need it.")
+    pods = await _pods(kube, row)
+    if not pods:
+        raise NotFound(
+            f"Workload {name!r} has no pods for generation {row.generation} "
+            f"(state {row.state}): logs appear once its Job is admitted and its pods start."
+        )
+    namespace = _identity(row).namespace
+    names = [str(pod["metadata"]["name"]) for pod in pods]
+    texts = [(pod, await _pod_text(kube, namespace, pod, tail)) for pod in names]
+    if len(texts) == 1:
+        body = texts[0][1]
+    else:
+        body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
+    return Response(body, media_type="text/plain; charset=utf-8")
+
+
+ROUTES = [get_logs, get_manifest]
