@@ -88,6 +88,7 @@ class PoolStep:
             self._checked.pop(pool_id, None)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
+        await ctx.refresh_gauges()
         identity = _identity(row)
         binding = msgspec.convert(row.binding, BindingPut)
         if row.deleting:

@@ -54,6 +54,7 @@ class ProjectStep:
             row = await reconciling.load_project(conn, project_id)
         if row is None:
             return Result.release()
+        await ctx.refresh_gauges()
         if row.deleting:
             return await self._delete(fence, row)
         if not ctx.priority_classes_applied:
