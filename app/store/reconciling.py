@@ -15,7 +15,7 @@ inside `app.reconcile.fencing.fenced_transaction`, which holds the lease row loc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, LiteralString
 
 from app.store.queries import QUERIES
 
@@ -167,10 +167,10 @@ def _written(row: asyncpg.Record | None) -> Written:
     return Written(held=row["held"], written=row["written"], age_seconds=age)
 
 
-_SET_STATUS = {
-    "project": "steps_project_set_status",
-    "pool": "steps_pool_set_status",
-    "workload": "steps_workload_set_status",
+_SET_STATUS: dict[TombstoneKind, LiteralString] = {
+    "project": QUERIES["steps_project_set_status"],
+    "pool": QUERIES["steps_pool_set_status"],
+    "workload": QUERIES["steps_workload_set_status"],
 }
 
 
@@ -189,7 +189,7 @@ async def set_status(
     """Write state, reason, observed facts and `observed_generation = generation`, if this
     owner still holds the lease at `epoch` and the row is still at `generation`, not deleting."""
     row = await conn.fetchrow(
-        QUERIES[_SET_STATUS[kind]],
+        _SET_STATUS[kind],
         owner,
         epoch,
         resource_id,
@@ -225,16 +225,16 @@ async def insert_tombstone(
     )
 
 
-_DELETE = {
-    "project": "steps_delete_project",
-    "pool": "steps_delete_pool",
-    "workload": "steps_delete_workload",
+_DELETE: dict[TombstoneKind, LiteralString] = {
+    "project": QUERIES["steps_delete_project"],
+    "pool": QUERIES["steps_delete_pool"],
+    "workload": QUERIES["steps_delete_workload"],
 }
 
 
 async def delete_row(conn: Connection, kind: TombstoneKind, resource_id: uuid.UUID) -> bool:
     """Delete a row whose deletion was requested; False if there was none."""
-    status = await conn.execute(QUERIES[_DELETE[kind]], resource_id)
+    status = await conn.execute(_DELETE[kind], resource_id)
     return status != "DELETE 0"
 
 
