@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("aicp.reconcile")
 
 #: How often the gauges counted from the database (workloads by state, stuck deletions) are
-#: refreshed, at most; steps trigger the refresh, so an idle replica does not query.
-GAUGE_REFRESH_SECONDS = 5.0
+#: refreshed, at most (each is a count over its table); steps trigger the refresh, so an idle
+#: replica does not query.
+GAUGE_REFRESH_SECONDS = 15.0
 
 
 @dataclass(frozen=True, slots=True)
