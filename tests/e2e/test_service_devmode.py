@@ -1,0 +1,185 @@
+"""`python -m app dev` (what `make run` starts) in a subprocess: it announces the API, the admin
+token and the embedded kubesim, serves the README's golden path, and stops cleanly on SIGTERM.
+
+The README test runs the ```sh blocks of the README's "Golden path" section, unchanged, with
+bash against the dev process, so the documentation stays true.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.support.waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@dataclass
+class DevProcess:
+    process: asyncio.subprocess.Process
+    cwd: Path
+    lines: list[str] = field(default_factory=list)
+
+    def banner(self, label: str) -> str:
+        """The value after `label:` on the banner line that has it."""
+        for line in self.lines:
+            if line.strip().startswith(label):
+                return line.split(": ", 1)[1].split()[0]
+        raise AssertionError(f"no {label!r} line in {self.lines}")
+
+
+async def _pump(stream: asyncio.StreamReader, into: list[str]) -> None:
+    while line := await stream.readline():
+        into.append(line.decode(errors="replace"))
+
+
+@contextlib.asynccontextmanager
+async def dev_process(directory: Path, database_url: str) -> AsyncIterator[DevProcess]:
+    """`python -m app dev` in `directory` (so its state is `directory/.aicp`), on any free
+    port, against the test's database (an embedded PostgreSQL takes too long to initialize)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "AICP_ADMIN_TOKEN")}
+    env.update({"PYTHONPATH": str(REPO), "DATABASE_URL": database_url, "AICP_HTTP_PORT": "0"})
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "dev",
+        cwd=directory,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    running = DevProcess(process, directory)
+    pump = asyncio.create_task(_pump(process.stderr, running.lines))
+    try:
+        await wait_until(
+            lambda: (
+                any("API description" in line for line in running.lines)
+                or process.returncode is not None
+            ),
+            timeout=30,
+            message="the dev banner",
+        )
+        assert process.returncode is None, "".join(running.lines)
+        yield running
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+        await pump
+
+
+async def test_dev_mode_announces_the_api_the_token_and_the_embedded_kubesim(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with dev_process(tmp_path, database_url) as dev:
+        url = dev.banner("aicp is running (dev mode)")
+        token = dev.banner("admin token")
+        kubesim_url = dev.banner("kubesim (embedded, 2 nodes x 8 H100)")
+
+        assert token == (tmp_path / ".aicp" / "admin-token").read_text().strip()
+        assert kubesim_url in (tmp_path / ".aicp" / "kubeconfig").read_text()
+        async with httpx.AsyncClient(base_url=url) as client:
+            await wait_until(
+                lambda: _status(client, "/readyz", 200), timeout=10, message="/readyz 200"
+            )
+            projects = await client.get(
+                "/api/v1/projects", headers={"Authorization": f"Bearer {token}"}
+            )
+            assert projects.status_code == 200, projects.text
+        async with httpx.AsyncClient(base_url=kubesim_url) as sim:
+            nodes = (await sim.get("/api/v1/nodes")).json()["items"]
+            assert [n["status"]["capacity"]["nvidia.com/gpu"] for n in nodes] == ["8", "8"]
+
+
+async def _status(client: httpx.AsyncClient, path: str, expected: int) -> bool:
+    return (await client.get(path)).status_code == expected
+
+
+def golden_path_script() -> str:
+    """The ```sh blocks of the README's "Golden path" section, in order."""
+    text = README.read_text()
+    section = text.split("\n## Golden path\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
+    assert len(blocks) >= 6, "the golden path lost its code blocks"
+    return "set -euo pipefail\n" + "\n".join(blocks)
+
+
+async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_releases_every_lease(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with dev_process(tmp_path, database_url) as dev:
+        url = dev.banner("aicp is running (dev mode)")
+        shell = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            golden_path_script(),
+            cwd=tmp_path,
+            env={**os.environ, "AICP": url},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        output, _ = await asyncio.wait_for(shell.communicate(), 60)
+        transcript = output.decode()
+
+        assert shell.returncode == 0, transcript
+        assert '"SUCCEEDED"' in transcript
+        assert '"product": "NVIDIA-H100-80GB-HBM3"' in transcript
+        assert "epoch 1: loss 0.42" in transcript  # the pod's log
+        assert "EvidenceRecorded: " in transcript
+        assert "exited with code 3" in transcript  # the failing workload's reason
+        assert '"DELETING"' in transcript
+        assert transcript.rstrip().endswith('"Not found"')  # the deleted workload
+
+        # A workload still running holds a lease when the process is told to stop.
+        token = dev.banner("admin token")
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}
+        ) as client:
+            long_run = await client.post(
+                "/api/v1/projects/research/workloads",
+                json={
+                    "name": "long",
+                    "compute_pool": "h100-pool",
+                    "image": "busybox",
+                    "accelerators": 1,
+                    "cpu": "1",
+                    "memory": "1Gi",
+                    "env": {"KUBESIM_RUN_SECONDS": "600"},
+                },
+            )
+            assert long_run.status_code == 202, long_run.text
+        conn = await asyncpg.connect(database_url)
+        try:
+            await wait_until(lambda: _live_leases(conn, "workload"), message="a live lease")
+
+            dev.process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(dev.process.wait(), 20) == 0, "".join(dev.lines)
+
+            assert await _live_leases(conn) == 0  # released: rows keep their epoch, expired
+        finally:
+            await conn.close()
+
+
+async def _live_leases(conn: asyncpg.Connection, kind: str | None = None) -> int:
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM leases WHERE expires_at > now() AND ($1::text IS NULL OR kind = $1)",
+        kind,
+    )
+    return count
