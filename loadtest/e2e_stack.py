@@ -1,0 +1,187 @@
+"""aicp end to end in three processes, as deployed: kubesim (`python -m kubesim`, the API
+server with Kueue and 2 nodes x 8 H100), aicp (`python -m app serve` with `KUBECONFIG`
+pointing at it) on a throwaway database, and the caller (this process).
+
+    async with e2e_stack(admin_url) as stack:
+        stack.aicp_url, stack.kubesim_url, stack.headers
+
+The database is created from `admin_url`'s server and dropped afterwards; both processes are
+stopped with SIGTERM (aicp first, so it releases its leases while the cluster still answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+ADMIN_TOKEN = "bench-admin-token-" + secrets.token_hex(8)
+PROJECT, POOL, CLASS = "bench", "h100-pool", "h100-80g"
+WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
+
+
+@dataclass
+class Stack:
+    aicp_url: str
+    kubesim_url: str
+    database_url: str
+    headers: dict[str, str]
+
+
+def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
+    for _ in range(600):
+        for line in log.read_text(errors="replace").splitlines():
+            if needle in line:
+                return line
+        if process.poll() is not None:
+            raise SystemExit(f"{process.args} exited:\n{log.read_text(errors='replace')}")
+        await asyncio.sleep(0.05)
+    raise SystemExit(f"no {needle!r} in {log}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@contextlib.asynccontextmanager
+async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
+    name = f"aicp_e2e_bench_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(admin_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    database_url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
+            directory = Path(tmp)
+            kubeconfig = directory / "kubeconfig"
+            kubesim = _start(
+                [
+                    sys.executable,
+                    "-m",
+                    "kubesim",
+                    "--port",
+                    "0",
+                    "--kubeconfig-out",
+                    str(kubeconfig),
+                ],
+                {**os.environ},
+                directory / "kubesim.log",
+            )
+            processes.append(kubesim)
+            line = await _wait_for_line(directory / "kubesim.log", "listening on", kubesim)
+            kubesim_url = line.rsplit(" ", 1)[1].strip()
+            while not kubeconfig.exists():
+                await asyncio.sleep(0.05)
+            env = {
+                **{k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"},
+                "DATABASE_URL": database_url,
+                "KUBECONFIG": str(kubeconfig),
+                "AICP_ADMIN_TOKEN": ADMIN_TOKEN,
+                "AICP_HTTP_HOST": "127.0.0.1",
+                "AICP_HTTP_PORT": "0",
+                "AICP_INSTANCE_ID": "bench",
+                "AICP_LOG_FORMAT": "console",
+                **aicp_env,
+            }
+            aicp = _start([sys.executable, "-m", "app", "serve"], env, directory / "aicp.log")
+            processes.insert(0, aicp)
+            line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
+            aicp_url = line.rsplit(" ", 1)[1].strip()
+            stack = Stack(
+                aicp_url, kubesim_url, database_url, {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            )
+            async with httpx.AsyncClient(base_url=aicp_url) as client:
+                for _ in range(200):
+                    if (await client.get("/readyz")).status_code == 200:
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise SystemExit("aicp did not become ready")
+            yield stack
+            for process in processes:
+                _stop(process)
+    finally:
+        for process in processes:
+            _stop(process)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def setup_pool(client: httpx.AsyncClient, accelerators: int = 16) -> None:
+    """Binding, project and pool over the API, waited for until the pool is READY."""
+    binding = {
+        "resource_name": "nvidia.com/gpu",
+        "flavor": CLASS,
+        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    }
+    pool = {
+        "name": POOL,
+        "accelerator_class": CLASS,
+        "quota": {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"},
+    }
+    for method, path, body in (
+        ("PUT", f"/api/v1/accelerator-bindings/{CLASS}", binding),
+        ("POST", "/api/v1/projects", {"name": PROJECT}),
+        ("POST", f"/api/v1/projects/{PROJECT}/compute-pools", pool),
+    ):
+        response = await client.request(method, path, json=body)
+        response.raise_for_status()
+    await wait_for(client, f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}", "READY")
+
+
+async def wait_for(
+    client: httpx.AsyncClient, path: str, *states: str, timeout: float = 60.0
+) -> dict[str, Any]:
+    """Poll `path` until its `status.state` is one of `states` (or it answers 404 and
+    `states` contains "gone")."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        response = await client.get(path)
+        if response.status_code == 404 and "gone" in states:
+            return {}
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        if body["status"]["state"] in states:
+            return body
+        await asyncio.sleep(0.02)
+    raise SystemExit(f"{path} never reached {states}")
+
+
+def workload(name: str, **changes: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "compute_pool": POOL,
+        "image": "ghcr.io/acme/train:1.4",
+        "command": ["python", "train.py"],
+        "accelerators": 1,
+        "cpu": "1",
+        "memory": "4Gi",
+        "env": {"KUBESIM_RUN_SECONDS": "0.2"},
+    }
+    body.update(changes)
+    return body
