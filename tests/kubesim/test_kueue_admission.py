@@ -420,3 +420,40 @@ async def test_a_higher_priority_job_preempts_a_lower_one_which_is_stopped_and_r
     assert by_type["Evicted"]["status"] == "False"
     assert by_type["Evicted"]["message"].startswith("Previously: Preempted to accommodate")
     await wait_until(lambda: _unsuspended(kube, "low"), message="the low Job restarted")
+
+
+@pytest.mark.parametrize(
+    ("strategy", "small_admitted"),
+    [
+        pytest.param("BestEffortFIFO", True, id="best-effort-lets-a-smaller-job-pass"),
+        pytest.param("StrictFIFO", False, id="strict-keeps-it-behind-the-head"),
+    ],
+)
+async def test_a_small_job_behind_a_blocked_one_goes_first_only_under_best_effort_fifo(
+    kube: Kube, strategy: str, small_admitted: bool
+) -> None:
+    await kube.kueue_setup(gpus=8, queueingStrategy=strategy)
+    await kube.batch.create_namespaced_job(NS, gpu_job("big-1", gpus=8, run_seconds=60))
+    await kube.wait_workload_condition("big-1", "Admitted")
+    await kube.batch.create_namespaced_job(NS, gpu_job("big-2", gpus=8))
+    await kube.wait_workload_condition("big-2", "QuotaReserved", "False")
+    small = gpu_job("small", gpus=0)
+    small["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+
+    await kube.batch.create_namespaced_job(NS, small)
+
+    if small_admitted:
+        await kube.wait_workload_condition("small", "Admitted")
+    else:
+
+        async def two_waiting() -> bool:
+            status = (await kube.cluster_queue()).get("status") or {}
+            return status.get("pendingWorkloads") == 2 and status.get("admittedWorkloads") == 1
+
+        await wait_until(two_waiting, message="big-2 and small both waiting")
+        wl = await kube.workload_of("small")
+        assert wl is not None
+        assert not any(
+            c["type"] == "Admitted" for c in (wl.get("status") or {}).get("conditions", [])
+        )
+        assert (await kube.job("small")).spec.suspend is True
