@@ -11,7 +11,9 @@ start, and measures:
 2. doorbell throughput: `--claims` workloads inserted in one transaction, each rung: time until
    every step has started (claims per second through NOTIFY → batched claim → queue → worker);
 3. sweep throughput: `--claims` workloads inserted without a doorbell: time until the sweep
-   has claimed them all (claims per second, batch `--batch` per kind).
+   has claimed them all (claims per second, batch `--batch` per kind);
+4. with every workload leased and running: the cost of one sweep that finds nothing, and of
+   one renewal of every lease.
 
 Prints one line per measurement. The database is dropped at the end.
 """
@@ -145,6 +147,20 @@ async def burst(db: Database, engine: Reconciler, starts: Starts, count: int, ri
     )
 
 
+async def idle_costs(engine: Reconciler) -> None:
+    """With every resource leased: what one sweep (finding nothing) and one renewal cost."""
+    for title, probe in (
+        ("idle sweep", engine.sweeper.sweep_once),
+        ("renewal", engine.keeper.renew_once),
+    ):
+        samples = []
+        for _ in range(10):
+            started = time.perf_counter()
+            await probe()
+            samples.append((time.perf_counter() - started) * 1000)
+        report(f"{title} ({len(engine.book)} leases held)", samples)
+
+
 async def main(args: argparse.Namespace) -> None:
     name = f"aicp_engine_bench_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(args.admin_url)
@@ -174,6 +190,7 @@ async def main(args: argparse.Namespace) -> None:
         await latency(db, starts, args.submissions, args.concurrency)
         await burst(db, engine, starts, args.claims, ring=True)
         await burst(db, engine, starts, args.claims, ring=False)
+        await idle_costs(engine)
     finally:
         if engine is not None:
             await engine.stop(grace=1.0)

@@ -571,8 +571,11 @@ present AS (
     SELECT w.kind, w.resource_id FROM wanted w
     JOIN workloads wl ON w.kind = 'workload' AND wl.id = w.resource_id
 )
+-- in key order, as the sweep does: two claims over overlapping keys then lock rows in the same
+-- order and cannot deadlock
 INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
 SELECT kind, resource_id, $3::text, 1, now() + make_interval(secs => $4::float8) FROM present
+ORDER BY kind, resource_id
 ON CONFLICT (kind, resource_id) DO UPDATE
 SET owner = excluded.owner,
     -- epoch counts changes of owner: extending one's own lease keeps in-flight fenced writes valid
@@ -632,6 +635,7 @@ due AS (
 -- when two sweeps saw the same expired lease: the second one's update finds it live and skips it.
 INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
 SELECT kind, resource_id, $1::text, 1, now() + make_interval(secs => $2::float8) FROM due
+ORDER BY kind, resource_id  -- the doorbell claim's lock order (no deadlock between them)
 ON CONFLICT (kind, resource_id) DO UPDATE
 SET owner = excluded.owner,
     epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,

@@ -21,3 +21,8 @@ CREATE INDEX workloads_unconverged ON workloads (updated_at)
     WHERE generation <> observed_generation
        OR deletion_requested_at IS NOT NULL;
 
+
+-- Every replica rewrites expires_at of all its leases every ttl/3. expires_at is in no index, so
+-- those can be heap-only (HOT) updates — if the page has room for the new row version. Leave
+-- half of each page free for them (measured: a 40k-lease renewal several times faster).
+ALTER TABLE leases SET (fillfactor = 50);

@@ -221,3 +221,19 @@ async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
     await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
     assert recorder.attempts(key) == runs
     assert not engine.holds("workload", key.id)
+
+
+async def test_a_burst_of_doorbells_racing_the_sweep_on_two_replicas_claims_everything_cleanly(
+    db: Database, start_engine: EngineFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder()
+    a = recorder.attach(await start_engine("a", sweep_interval=0.05, lease_ttl=10.0))
+    b = recorder.attach(await start_engine("b", sweep_interval=0.05, lease_ttl=10.0))
+
+    keys = await add_workloads(db, 400)  # one transaction, 400 doorbells
+
+    await wait_until(lambda: all(recorder.ran(k) for k in keys), timeout=15)
+    assert len(a.book) + len(b.book) == len(keys)
+    assert all(len(recorder.owners(k)) == 1 for k in keys)
+    failures = [r for r in caplog.records if r.name.startswith("app.reconcile") and r.exc_info]
+    assert not failures, [r.getMessage() for r in failures]
