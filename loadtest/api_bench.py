@@ -35,6 +35,8 @@ import asyncpg
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "bench"
+# A request slower than this fails the run instead of hanging it.
+REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 POOL = "bench-pool"
 
 
@@ -125,16 +127,18 @@ async def served(pg: str, token: str) -> AsyncIterator[str]:
         "AICP_HTTP_PORT": str(port),
         "AICP_LOG_FORMAT": "json",
     }
+    # The service logs to a file: an unread pipe would fill up and stall it mid-run.
+    log = stack.enter_context((directory / "app.log").open("w+b"))
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "serve"],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        await _wait_ready(base, proc)
+        await _wait_ready(base, proc, directory / "app.log")
         yield base
     finally:
         _stop(proc)
@@ -143,13 +147,13 @@ async def served(pg: str, token: str) -> AsyncIterator[str]:
         await admin.close()
 
 
-async def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
+async def _wait_ready(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 60
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise SystemExit(f"app exited with {proc.returncode}:\n{err[-4000:]}")
+                tail = log.read_text(errors="replace")[-4000:]
+                raise SystemExit(f"app exited with {proc.returncode}:\n{tail}")
             with contextlib.suppress(aiohttp.ClientError):
                 async with session.get(f"{base}/readyz") as resp:
                     if resp.status == 200:
@@ -220,7 +224,9 @@ async def bench(
         editor_token = await setup(admin, base)
     token = admin_token if as_admin else editor_token
     connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(headers=_bearer(token), connector=connector) as session:
+    async with aiohttp.ClientSession(
+        headers=_bearer(token), connector=connector, timeout=REQUEST_TIMEOUT
+    ) as session:
         workloads = f"{base}/api/v1/projects/{PROJECT}/workloads"
         created: list[str] = []
 
@@ -244,7 +250,9 @@ async def bench(
             await _call(session, "GET", f"{workloads}/{name}", 200)
 
         posts = await run_phase("POST /workloads", concurrency, seconds, post)
+        print(posts.summary(), file=sys.stderr, flush=True)
         gets = await run_phase("GET /workloads/{name}", concurrency, seconds, get)
+        print(gets.summary(), file=sys.stderr, flush=True)
     return [posts, gets]
 
 
