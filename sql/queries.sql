@@ -250,9 +250,12 @@ DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
 -- name: pool_insert
 -- Unless the name is taken in the project (the constraint decides: of concurrent creates of
 -- one name exactly one row is inserted). A missing binding is a foreign-key violation.
+-- created_at and updated_at are one clock reading, so a new pool never looks updated before
+-- it was created.
+WITH clock AS (SELECT clock_timestamp() AS at)
 INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, state_reason,
-                           created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+                           created_by, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT at FROM clock), (SELECT at FROM clock))
 ON CONFLICT (project_id, name) DO NOTHING
 RETURNING *, 0::bigint AS accelerators_admitted, 0::bigint AS workloads_admitted,
           0::bigint AS workloads_pending;
@@ -330,8 +333,10 @@ RETURNING generation;
 
 -- name: insert_workload
 -- Unless the name is taken in the project (constraint-decided, as for pools).
-INSERT INTO workloads (id, project_id, pool_id, name, spec, state_reason, created_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+WITH clock AS (SELECT clock_timestamp() AS at)
+INSERT INTO workloads (id, project_id, pool_id, name, spec, state_reason, created_by,
+                       created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT at FROM clock), (SELECT at FROM clock))
 ON CONFLICT (project_id, name) DO NOTHING
 RETURNING *;
 

@@ -33,6 +33,7 @@ async def test_creating_a_pool_answers_202_with_location_queue_names_and_zero_us
     assert body["name"] == POOL and body["project"] == PROJECT
     assert body["accelerator_class"] == CLASS and body["quota"] == QUOTA
     assert body["generation"] == 1 and body["created_by"] == "admin"
+    assert body["updated_at"] == body["created_at"]
     status = body["status"]
     assert status["state"] == "PENDING" and status["observed_generation"] == 0
     assert status["reason"].endswith(".")

@@ -30,6 +30,7 @@ async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(ap
     assert body["name"] == "hello" and body["project"] == PROJECT
     assert body["compute_pool"] == POOL and UUID.match(body["uid"])
     assert body["generation"] == 1 and body["created_by"] == "admin"
+    assert body["updated_at"] == body["created_at"] == body["status"]["updated_at"]
     assert body["spec"] == {
         "name": "hello",
         "compute_pool": POOL,
