@@ -47,16 +47,31 @@ class Phase:
     name: str
     latencies: list[float] = field(default_factory=list)
     wall: float = 0.0
+    app_cpu: float | None = None
+    """CPU seconds the service process used during the phase (its reconciler included)."""
 
     def summary(self) -> str:
         lat = sorted(self.latencies)
         count = len(lat)
         p50 = lat[count // 2] * 1000
         p99 = lat[min(count - 1, int(count * 0.99))] * 1000
+        cpu = "" if self.app_cpu is None else f"  app CPU {self.app_cpu / count * 1000:4.1f} ms/req"
         return (
-            f"{self.name:<28} {count:>7} req  {count / self.wall:>8.0f} req/s  "
+            f"{self.name:<24} {count:>6} req {count / self.wall:>6.0f} req/s  "
             f"p50 {p50:6.1f} ms  p99 {p99:6.1f} ms  mean {statistics.fmean(lat) * 1000:6.1f} ms"
+            f"{cpu}"
         )
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """A reader of the CPU seconds (user + system) process `pid` has used so far (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return read
 
 
 def _bearer(token: str) -> dict[str, str]:
@@ -109,8 +124,8 @@ def kubesim(directory: Path) -> Iterator[Path]:
 
 
 @contextlib.asynccontextmanager
-async def served(pg: str, token: str) -> AsyncIterator[str]:
-    """A fresh database, kubesim and `python -m app serve`; yields the app's base URL."""
+async def served(pg: str, token: str) -> AsyncIterator[tuple[str, int]]:
+    """A fresh database, kubesim and `python -m app serve`; yields its base URL and pid."""
     database = f"aicp_bench_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(f"{pg}/postgres")
     await admin.execute(f'CREATE DATABASE "{database}"')
@@ -139,7 +154,7 @@ async def served(pg: str, token: str) -> AsyncIterator[str]:
     base = f"http://127.0.0.1:{port}"
     try:
         await _wait_ready(base, proc, directory / "app.log")
-        yield base
+        yield base, proc.pid
     finally:
         _stop(proc)
         stack.close()
@@ -198,9 +213,11 @@ async def run_phase(
     concurrency: int,
     seconds: float,
     one: Callable[[int, int], Awaitable[None]],
+    cpu: Callable[[], float] | None,
 ) -> Phase:
     """`concurrency` closed-loop clients calling `one(client, n)` until `seconds` pass."""
     phase = Phase(name)
+    cpu_before = cpu() if cpu else 0.0
     stop_at = time.monotonic() + seconds
 
     async def client(index: int) -> None:
@@ -214,11 +231,18 @@ async def run_phase(
     began = time.monotonic()
     await asyncio.gather(*(client(i) for i in range(concurrency)))
     phase.wall = time.monotonic() - began
+    if cpu is not None:
+        phase.app_cpu = cpu() - cpu_before
     return phase
 
 
 async def bench(
-    base: str, admin_token: str, seconds: float, concurrency: int, as_admin: bool
+    base: str,
+    admin_token: str,
+    seconds: float,
+    concurrency: int,
+    as_admin: bool,
+    cpu: Callable[[], float] | None = None,
 ) -> list[Phase]:
     async with aiohttp.ClientSession(headers=_bearer(admin_token)) as admin:
         editor_token = await setup(admin, base)
@@ -249,9 +273,9 @@ async def bench(
             name = created[(client * 7919 + n * 104729) % len(created)]
             await _call(session, "GET", f"{workloads}/{name}", 200)
 
-        posts = await run_phase("POST /workloads", concurrency, seconds, post)
+        posts = await run_phase("POST /workloads", concurrency, seconds, post, cpu)
         print(posts.summary(), file=sys.stderr, flush=True)
-        gets = await run_phase("GET /workloads/{name}", concurrency, seconds, get)
+        gets = await run_phase("GET /workloads/{name}", concurrency, seconds, get, cpu)
         print(gets.summary(), file=sys.stderr, flush=True)
     return [posts, gets]
 
@@ -278,8 +302,10 @@ def main() -> None:
         if args.url:
             return await bench(args.url, args.token, args.seconds, args.concurrency, args.as_admin)
         token = f"bench-{secrets.token_urlsafe(24)}"
-        async with served(args.pg, token) as base:
-            return await bench(base, token, args.seconds, args.concurrency, args.as_admin)
+        async with served(args.pg, token) as (base, pid):
+            return await bench(
+                base, token, args.seconds, args.concurrency, args.as_admin, process_cpu(pid)
+            )
 
     phases = asyncio.run(go())
     who = "platform admin" if args.as_admin else "project editor"
