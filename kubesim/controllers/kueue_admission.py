@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections import Counter
     from collections.abc import Iterable
 
 from kubesim.controllers import conditions
@@ -33,6 +34,7 @@ from kubesim.controllers.kueue_preemption import choose_victims, evict, readmitt
 from kubesim.controllers.quantity import parse_milli
 from kubesim.controllers.quota import (
     Admission,
+    FlavorResource,
     Pending,
     QuotaBook,
     Usage,
@@ -163,31 +165,22 @@ class KueueScheduler:
 
         Cheap per entry on purpose (a full queue may hold 10,000): the flavor assigner's
         answer is reused for every Workload with the same signature until an admission
-        changes the free quota, and once nothing is free only Workloads requesting nothing
-        are still looked at."""
+        changes the free quota, and once nothing is free the ordered pass stops; only
+        Workloads requesting nothing could still fit, and newcomers are told why they wait."""
         book = self._book
         spec = cq.get("spec") or {}
         strict = spec.get("queueingStrategy") == "StrictFIFO"
-        selector = spec.get("namespaceSelector")
         nominal = book.nominal(cq_name)
         used = book.used(cq_name)
         failed: dict[tuple[object, ...], str] = {}
         preempts = (spec.get("preemption") or {}).get("withinClusterQueue", "Never") != "Never"
-        namespace_ok: dict[str, bool] = {}
         full = False
         for entry in entries:
             if full and entry.requests_anything:
-                if not book.pending_requesting_nothing and not book.unexplained:
+                if not book.pending_requesting_nothing:
                     break
-                if entry.message is not None:
-                    continue  # cannot fit, and already told why
-            namespace = entry.key[0]
-            if namespace not in namespace_ok:
-                namespace_ok[namespace] = selector_matches(
-                    selector, book.namespace_labels(namespace)
-                )
-            if not namespace_ok[namespace]:
-                self._mark(entry, "Pending", NAMESPACE_MISMATCH)
+                continue
+            if not self._namespace_selected(spec, entry):
                 continue
             result = failed.get(entry.signature) or book.assign(cq_name, entry, used)
             if isinstance(result, str):
@@ -197,12 +190,44 @@ class KueueScheduler:
                 for victim in victims or ():
                     self._evict(victim, entry)
                 if strict:
-                    break
+                    return
                 full = not preempts and all(used[fr] >= q for fr, q in nominal.items())
                 continue
             if self._admit(entry, result):
                 used.update(result.usage)
                 failed.clear()  # what failed before may not fail in a different way now
+        if full:
+            self._explain(cq_name, spec, failed, used)
+
+    def _namespace_selected(self, spec: Obj, entry: Pending) -> bool:
+        labels = self._book.namespace_labels(entry.key[0])
+        if selector_matches(spec.get("namespaceSelector"), labels):
+            return True
+        self._mark(entry, "Pending", NAMESPACE_MISMATCH)
+        return False
+
+    def _explain(
+        self,
+        cq_name: str,
+        spec: Obj,
+        failed: dict[tuple[object, ...], str],
+        used: Counter[FlavorResource],
+    ) -> None:
+        """Tell the ClusterQueue's newcomers, which a full queue's pass did not reach, why
+        they wait (Kueue's head-of-queue evaluation would reach each of them in turn)."""
+        book = self._book
+        for key in list(book.unexplained):
+            entry = book.pending.get(key)
+            if entry is None or book.cluster_queue_of(key[0], entry.local_queue) != cq_name:
+                continue
+            if not self._namespace_selected(spec, entry):
+                continue
+            result = failed.get(entry.signature) or book.assign(cq_name, entry, used)
+            if isinstance(result, str):
+                failed[entry.signature] = result
+                self._mark(entry, "Pending", result)
+            else:
+                self.queue.add(cq_name)  # it fits after all: admit it in order, next cycle
 
     def _evict(self, victim: WlKey, preemptor: Pending) -> None:
         workload = self._store.get(self.workloads, *victim)
