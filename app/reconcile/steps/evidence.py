@@ -15,7 +15,7 @@ import msgspec
 
 from app.domain.classify import Classification, classify
 from app.domain.classify_evidence import Evidence, context_for, merge_evidence
-from app.domain.classify_kube import field, is_true, name_of
+from app.domain.classify_kube import field, is_terminating, is_true, name_of, phase, pods_of_job
 from app.domain.classify_pool import pool_snapshot
 from app.domain.naming import cluster_queue_name
 from app.domain.rendering_inputs import JobIdentity
@@ -84,6 +84,25 @@ def observe(
     snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
     context = context_for(spec, accelerator_resource=row.accelerator_resource, pool=snapshot)
     return classify(job, kueue_workload, pods, informers.nodes.list(), context=context)
+
+
+def evidence_settled(ctx: StepContext, job: Obj) -> bool:
+    """Whether the caches hold the final facts of a finished Job.
+
+    The informers of different kinds are not consistent with each other: the Job's `Complete`
+    may arrive before its pod's terminated status (the exit code) or before the Kueue
+    Workload's admission. A finished workload's evidence is recorded once, so wait until every
+    pod of the Job has ended (or is gone or going) and, for a Job that started, the admission
+    is in the cache.
+    """
+    for pod in pods_of_job(job, ctx.informers.pods.by_label(JOB_NAME_LABEL, name_of(job))):
+        if not is_terminating(pod) and phase(pod) not in ("Succeeded", "Failed"):
+            return False
+    if field(job, "status", "startTime") is None:
+        return True
+    uid = field(job, "metadata", "uid")
+    found = ctx.informers.workloads.by_label(KUEUE_JOB_UID_LABEL, str(uid)) if uid else []
+    return any(field(w, "status", "admission") for w in found)
 
 
 def recorded(row: WorkloadRow) -> Evidence:

@@ -13,8 +13,9 @@ applies, in this order:
 4. the Job is being deleted by someone else → `drift.job_deleted`;
 5. labels or finalizer changed by hand → restore them (metadata only, `aicp-metadata`);
 6. observe → classify → fenced write of state, reason, evidence and `observed_generation`
-   with an event for each milestone; once finished, remove the evidence finalizer (only after
-   that write landed) and release the lease.
+   with an event for each milestone; once finished — and once the caches hold the final facts
+   (`evidence_settled`: the informers of different kinds lag each other) — remove the evidence
+   finalizer (only after that write landed) and release the lease.
 
 The full Job body is applied only by step 3, to a Job that does not exist: an existing Job is
 never re-declared `suspend: true`, so aicp never fights Kueue over a running Job.
@@ -23,6 +24,7 @@ never re-declared `suspend: true`, so aicp never fights Kueue over a running Job
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from app.domain.classify_kube import field, is_terminating, name_of
@@ -38,6 +40,7 @@ from app.reconcile.steps.context import Event
 from app.reconcile.steps.drift import has_evidence_finalizer, subject_of
 from app.reconcile.steps.evidence import (
     current_facts,
+    evidence_settled,
     identity_of,
     job_finished,
     milestones,
@@ -67,6 +70,11 @@ WAIT_FOR_QUEUES_SECONDS = 0.5
 #: safety net; informer events normally come first).
 RESYNC_SECONDS = 30.0
 
+#: A finished Job whose final facts are not all in the caches yet is looked at again this
+#: soon, and recorded with what there is after `SETTLE_LIMIT_SECONDS`.
+SETTLE_RECHECK_SECONDS = 0.2
+SETTLE_LIMIT_SECONDS = 10.0
+
 _FINISHED = (WorkloadState.SUCCEEDED.value, WorkloadState.FAILED.value)
 
 
@@ -80,6 +88,21 @@ class WorkloadStep:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        # Workload id → when its Job was first seen finished with facts still missing.
+        self._finishing: dict[uuid.UUID, float] = {}
+
+    def _final_facts_in(self, ctx: StepContext, row: WorkloadRow, job: Obj) -> bool:
+        """True once the caches hold a finished Job's final facts, or after waiting
+        `SETTLE_LIMIT_SECONDS` for them (a pod stuck in a state that never ends must not keep
+        the workload from finishing)."""
+        if evidence_settled(ctx, job):
+            self._finishing.pop(row.id, None)
+            return True
+        since = self._finishing.setdefault(row.id, time.monotonic())
+        if time.monotonic() - since < SETTLE_LIMIT_SECONDS:
+            return False
+        self._finishing.pop(row.id, None)
+        return True
 
     async def __call__(self, workload_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
@@ -182,6 +205,8 @@ class WorkloadStep:
         ctx = self.ctx
         classification = observe(ctx, row, spec, job)
         state = classification.state
+        if state.is_terminal and not _settled(row) and not self._final_facts_in(ctx, row, job):
+            return Result.requeue(SETTLE_RECHECK_SECONDS)
         facts = current_facts(row, classification.evidence)
         changed = (
             state.value != row.state
