@@ -1,161 +1,118 @@
-"""The README's golden path against a real `python -m app dev` process (embedded kubesim,
-2 nodes x 8 H100), as a newcomer would walk it with curl: binding → project → pool →
-workload → SUCCEEDED with evidence → a failing workload's reason → delete → 404 → SIGTERM.
+"""The golden path across two replicas (DESIGN.md §2, §5): one replica crashes while its
+workloads run; its peer takes them over when the leases expire and finishes them with their
+evidence complete, never creating a second Job for any of them.
 
-Only the database is this test's own (a fresh one, through `DATABASE_URL`), so runs do not
-share state; everything else is the dev mode a user starts with `make run`.
+(The README walkthrough itself runs against `python -m app dev` in test_service_devmode.py.)
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-import re
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import asyncpg
 import pytest
 
+from kubesim import Cluster
+from tests.support.service import RunningService, start_service
 from tests.support.waiting import wait_until
 
-ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "e2e-admin-token-0123456789abcdef"
-BANNER = re.compile(r"aicp is running \(dev mode\): (http://\S+)")
-
-pytestmark = pytest.mark.timeout(120)
-
-
-async def _url_from(stderr: asyncio.StreamReader, seen: list[str]) -> str:
-    while line := (await stderr.readline()).decode(errors="replace"):
-        seen.append(line)
-        if match := BANNER.search(line):
-            return match.group(1)
-    raise AssertionError("aicp exited before serving:\n" + "".join(seen[-40:]))
+PROJECT = "research"
+WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
+LEASE_TTL = 3.0
 
 
 @pytest.fixture
-async def aicp(database_url: str, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    """`python -m app dev` on a free port; an admin client once /readyz says 200."""
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
-        "DATABASE_URL": database_url,
-        "AICP_ADMIN_TOKEN": TOKEN,
-        "AICP_HTTP_HOST": "127.0.0.1",
-        "AICP_HTTP_PORT": "0",
-        "AICP_LOG_FORMAT": "json",
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app",
-        "dev",
-        "--state-dir",
-        str(tmp_path / "state"),
-        cwd=ROOT,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    seen: list[str] = []
-    drain: asyncio.Task[None] | None = None
+async def replicas(
+    database_url: str,
+    kube_cluster_with_controllers: Cluster,
+    tmp_path: Path,
+    no_ambient_kubernetes: None,
+) -> AsyncIterator[tuple[RunningService, RunningService]]:
+    """Two replicas with short leases on one database and one kubesim."""
+    cluster = kube_cluster_with_controllers
+    async with (
+        start_service(
+            database_url, cluster, tmp_path, instance_id="replica-a", lease_ttl_seconds=LEASE_TTL
+        ) as first,
+        start_service(
+            database_url, cluster, tmp_path, instance_id="replica-b", lease_ttl_seconds=LEASE_TTL
+        ) as second,
+    ):
+        yield first, second
+
+
+async def _workload_owners(database_url: str) -> dict[str, str]:
+    """Workload name → the replica holding its live lease."""
+    conn = await asyncpg.connect(database_url)
     try:
-        url = await asyncio.wait_for(_url_from(process.stderr, seen), 60)
-
-        async def keep_reading() -> None:
-            assert process.stderr is not None
-            while line := await process.stderr.readline():
-                seen.append(line.decode(errors="replace"))
-
-        drain = asyncio.create_task(keep_reading(), name="aicp-stderr")
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as client:
-
-            async def ready() -> bool:
-                return (await client.get("/readyz")).status_code == 200
-
-            await wait_until(ready, timeout=30, message="/readyz 200")
-            yield client
-        process.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(process.wait(), 30) == 0, "".join(seen[-40:])
+        rows = await conn.fetch(
+            "SELECT w.name, l.owner FROM leases l JOIN workloads w ON w.id = l.resource_id "
+            "WHERE l.kind = 'workload' AND l.expires_at > now()"
+        )
     finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        if drain is not None:
-            await drain
+        await conn.close()
+    return {r["name"]: r["owner"] for r in rows}
 
 
-async def _state(client: httpx.AsyncClient, path: str, *states: str) -> dict[str, Any]:
-    async def probe() -> dict[str, Any] | None:
-        response = await client.get(path)
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body if body["status"]["state"] in states else None
-
-    return await wait_until(probe, timeout=30, message=f"{path} in {states}")
-
-
-async def test_the_readme_golden_path_works_against_dev_mode(aicp: httpx.AsyncClient) -> None:
-    client = aicp
-    binding = {
-        "resource_name": "nvidia.com/gpu",
-        "flavor": "h100-80g",
-        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-    }
-    assert (await client.put("/api/v1/accelerator-bindings/h100-80g", json=binding)).is_success
-    assert (await client.post("/api/v1/projects", json={"name": "research"})).status_code == 202
+async def test_a_crashed_replicas_running_workloads_finish_on_its_peer_with_their_evidence(
+    replicas: tuple[RunningService, RunningService],
+) -> None:
+    first, second = replicas
+    await first.api.put_binding("h100-80g")
+    await first.api.create_project(PROJECT)
     pool = {
         "name": "h100-pool",
         "accelerator_class": "h100-80g",
         "quota": {"accelerators": 16, "cpu": "256", "memory": "2Ti"},
     }
-    pools = "/api/v1/projects/research/compute-pools"
-    assert (await client.post(pools, json=pool)).status_code == 202
-    await _state(client, "/api/v1/projects/research", "READY")
-    ready = await _state(client, f"{pools}/h100-pool", "READY")
-    assert ready["status"]["cluster_queue"] == "aicp-research-h100-pool"
+    response = await first.client.post(f"/api/v1/projects/{PROJECT}/compute-pools", json=pool)
+    assert response.status_code == 202, response.text
+    names = [f"train-{n}" for n in range(4)]
+    for index, name in enumerate(names):
+        body = {
+            "name": name,
+            "compute_pool": "h100-pool",
+            "image": "ghcr.io/acme/train:1.4",
+            "accelerators": 4,
+            "cpu": "8",
+            "memory": "64Gi",
+            "env": {"KUBESIM_RUN_SECONDS": "600"},
+        }
+        via = first if index % 2 == 0 else second
+        response = await via.client.post(WORKLOADS, json=body)
+        assert response.status_code == 202, response.text
+    running = {name: await first.wait_state(PROJECT, name, "RUNNING") for name in names}
 
-    workloads = "/api/v1/projects/research/workloads"
-    train = {
-        "name": "train-7b",
-        "compute_pool": "h100-pool",
-        "image": "ghcr.io/acme/train:1.4",
-        "command": ["python", "train.py"],
-        "accelerators": 8,
-        "cpu": "32",
-        "memory": "256Gi",
-        "env": {"KUBESIM_RUN_SECONDS": "1"},
-    }
-    assert (await client.post(workloads, json=train)).status_code == 202
-    done = await _state(client, f"{workloads}/train-7b", "SUCCEEDED")
-    status = done["status"]
-    assert status["accelerator"]["product"] == "NVIDIA-H100-80GB-HBM3"
-    assert status["accelerator"]["count"] == 8
-    assert status["nodes"] and status["admission"]["flavor"] == "h100-80g"
-    assert status["exit_code"] == 0 and status["attempts"] == 1
+    owners = await _workload_owners(first.database_url)
+    assert set(owners) == set(names)
+    crashed_id = max(("replica-a", "replica-b"), key=list(owners.values()).count)
+    crashed, peer = (first, second) if crashed_id == "replica-a" else (second, first)
+    taken_over = sorted(name for name, owner in owners.items() if owner == crashed_id)
+    assert crashed.service.reconciler is not None
+    await crashed.service.reconciler.halt()  # a crash: its leases stay until they expire
 
-    oom = {
-        **train,
-        "name": "oom",
-        "memory": "16Gi",
-        "env": {"KUBESIM_RUN_SECONDS": "0.5", "KUBESIM_OOM": "1"},
-    }
-    assert (await client.post(workloads, json=oom)).status_code == 202
-    failed = await _state(client, f"{workloads}/oom", "FAILED")
-    assert "OOMKilled" in failed["status"]["reason"] and "16Gi" in failed["status"]["reason"]
+    async def peer_holds_everything() -> bool:
+        held = await _workload_owners(first.database_url)
+        return set(held) == set(names) and set(held.values()) == {peer.instance_id}
 
-    assert (await client.delete(f"{workloads}/oom")).status_code == 202
+    await wait_until(peer_holds_everything, timeout=LEASE_TTL + 10, message="takeover")
+    first.cluster.clock.advance(600)  # every workload's run ends
 
-    async def gone() -> bool:
-        return (await client.get(f"{workloads}/oom")).status_code == 404
-
-    await wait_until(gone, timeout=30, message="deleted workload 404")
-    events = (await client.get(f"{workloads}/train-7b/events")).json()["items"]
-    assert {"Accepted", "JobCreated", "Admitted", "Started", "Succeeded"} <= {
-        e["type"] for e in events
-    }
+    for name in names:
+        done = await peer.wait_state(PROJECT, name, "SUCCEEDED")
+        status: dict[str, Any] = done["status"]
+        assert status["job"] == running[name]["status"]["job"]  # the same Job, adopted
+        assert status["nodes"] == running[name]["status"]["nodes"]
+        assert status["attempts"] == 1 and status["exit_code"] == 0
+        assert status["accelerator"]["product"] == "NVIDIA-H100-80GB-HBM3"
+        jobs = await peer.kube.batch.list_namespaced_job(
+            f"aicp-{PROJECT}", label_selector=f"aicp.dev/uid={done['uid']}", _preload_content=False
+        )
+        items = (await jobs.json())["items"]
+        assert len(items) == 1 and not items[0]["metadata"].get("finalizers")
+    for name in taken_over:
+        events = (await peer.client.get(f"{WORKLOADS}/{name}/events")).json()["items"]
+        finished = [e for e in events if e["type"] == "Succeeded"]
+        assert [e["actor"] for e in finished] == [f"controller:{peer.instance_id}"]
