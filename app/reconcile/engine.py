@@ -82,7 +82,7 @@ class Reconciler:
             Backoff(base=config.retry_base, cap=config.retry_cap)
         )
         self.book = LeaseBook(config.instance_id, config.lease_ttl, self._on_drop)
-        self.keeper = LeaseKeeper(db, self.book, self._on_adopt)
+        self.keeper = LeaseKeeper(db, self.book)
         self.claimer = Claimer(db, self.book, self._on_granted)
         self.sweeper = Sweeper(
             db,
@@ -242,10 +242,6 @@ class Reconciler:
     def _on_granted(self, grants: list[Grant], sent: float) -> None:
         for key in self.book.granted(grants, sent):
             self.queue.add(key)
-        self._leases_changed()
-
-    def _on_adopt(self, key: ResourceKey) -> None:
-        self.queue.add(key)
         self._leases_changed()
 
     def _on_drop(self, key: ResourceKey) -> None:

@@ -66,17 +66,17 @@ class LeaseBook:
             keys.append(grant.key)
         return keys
 
-    def renewed(self, grants: Iterable[Grant], sent: float, seq: int) -> list[ResourceKey]:
-        """Apply a renewal sent at `sent` with marker `seq`; return keys held in the database
-        but not in the book (adopted — for example after a restart under the same owner)."""
+    def renewed(self, grants: Iterable[Grant], sent: float, seq: int) -> list[Grant]:
+        """Apply a renewal sent at `sent` with marker `seq`: extend what the book holds, drop
+        what the statement did not return. Returns the leases the database holds for this
+        owner but the book does not (see `LeaseKeeper.renew_once`); they are not booked."""
         returned: set[ResourceKey] = set()
-        adopted: list[ResourceKey] = []
+        unknown: list[Grant] = []
         for grant in grants:
             returned.add(grant.key)
             hold = self._holds.get(grant.key)
             if hold is None:
-                adopted.append(grant.key)
-                self._holds[grant.key] = _Hold(grant.epoch, sent + self.ttl, seq)
+                unknown.append(grant)
             else:
                 hold.epoch = grant.epoch
                 hold.valid_until = max(hold.valid_until, sent + self.ttl)
@@ -84,7 +84,7 @@ class LeaseBook:
         lost = [k for k, h in self._holds.items() if k not in returned and h.seq < seq]
         for key in lost:
             self.drop(key)
-        return adopted
+        return unknown
 
     def expire_stale(self) -> list[ResourceKey]:
         """Drop every hold past its local deadline (renewals failed or stalled)."""
@@ -126,15 +126,23 @@ class LeaseBook:
 
 
 class LeaseKeeper:
-    """Renews every lease in the book each `ttl / 3`, and releases them on request."""
+    """Renews every lease in the book each `ttl / 3`, and releases them on request.
 
-    def __init__(
-        self, db: Database, book: LeaseBook, on_adopt: Callable[[ResourceKey], None]
-    ) -> None:
+    A lease the database holds for this owner but the book does not is usually a statement in
+    flight: a claim whose result is not booked yet, or a release not yet executed. Both settle
+    within one interval. A lease still unknown at the next renewal has no such excuse (the
+    claim's answer was lost with its connection, the book gave up on it after a stalled
+    renewal, or a process restarted under the same owner): it is released, so the sweep can
+    hand it to someone who will work on it. Booking it instead could act on a lease whose
+    release is in flight.
+    """
+
+    def __init__(self, db: Database, book: LeaseBook) -> None:
         self._db = db
         self._book = book
-        self._on_adopt = on_adopt
         self.interval = book.ttl / 3
+        self._unknown: set[ResourceKey] = set()
+        self.strays_released = 0
 
     async def run(self) -> None:
         """Renew forever; a failed renewal is logged and retried at the next tick."""
@@ -147,12 +155,17 @@ class LeaseKeeper:
             self._book.expire_stale()
 
     async def renew_once(self) -> None:
-        """One renewal statement; drop what is missing, adopt what is unknown."""
+        """One renewal statement; drop what is missing, release what stays unknown."""
         seq = self._book.next_seq()
         sent = self._book.now()
         grants = await leases.renew_all(self._db.pool, owner=self._book.owner, ttl=self._book.ttl)
-        for key in self._book.renewed(grants, sent, seq):
-            self._on_adopt(key)
+        unknown = self._book.renewed(grants, sent, seq)
+        strays = [g for g in unknown if g.key in self._unknown]
+        self._unknown = {g.key for g in unknown} - {g.key for g in strays}
+        for grant in strays:
+            log.warning("releasing %s: held in the database but not by this replica", grant.key)
+            await leases.release(self._db.pool, grant, owner=self._book.owner)
+            self.strays_released += 1
 
     async def release(self, key: ResourceKey) -> None:
         """Let one lease go now; the key is forgotten locally whatever the database says."""

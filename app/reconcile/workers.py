@@ -161,6 +161,10 @@ class Workers:
         if result.release_lease and not self._queue.is_dirty(key):
             self._queue.done(key)
             self._queue.drop(key)
-            await self._release(key)
+            try:
+                await self._release(key)
+            except Exception:
+                # Already forgotten locally; the lease row simply runs out its TTL.
+                log.exception("releasing the lease of %s failed", key)
             return
         self._queue.done(key, requeue_after=result.requeue_after)

@@ -159,7 +159,7 @@ def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
     events: list[tuple[str, str]] = []
     if before < _RANK[WorkloadState.ADMITTED] <= after:
         admission = new.evidence.admission
-        where = f" by cluster queue {admission.cluster_queue}" if admission else ""
+        where = f" in cluster queue {admission.cluster_queue}" if admission else ""
         flavor = f" on flavor {admission.flavor}" if admission and admission.flavor else ""
         events.append(("Admitted", f"Kueue admitted the workload{where}{flavor}."))
     ran = state == WorkloadState.RUNNING or new.evidence.started_at is not None

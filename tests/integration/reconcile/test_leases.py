@@ -213,9 +213,12 @@ async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
     engine = recorder.attach(await start_engine())
     [key] = await add_workloads(db)
 
-    await wait_until(lambda: not engine.holds("workload", key.id) and recorder.ran(key), timeout=3)
-    lease = await lease_of(db, key)
-    assert lease is not None and not lease["live"]
+    async def released() -> bool:
+        lease = await lease_of(db, key)
+        return lease is not None and not lease["live"]
+
+    await wait_until(lambda: recorder.ran(key), timeout=3)
+    await wait_until(released, timeout=3)
     # Finished and released: later sweeps leave it alone.
     runs, sweeps = recorder.attempts(key), engine.sweeper.sweeps
     await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
@@ -237,3 +240,43 @@ async def test_a_burst_of_doorbells_racing_the_sweep_on_two_replicas_claims_ever
     assert all(len(recorder.owners(k)) == 1 for k in keys)
     failures = [r for r in caplog.records if r.name.startswith("app.reconcile") and r.exc_info]
     assert not failures, [r.getMessage() for r in failures]
+
+
+async def test_a_lease_taken_over_in_the_database_is_dropped_at_the_next_renewal(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(lease_ttl=0.9))
+    kept, taken = await add_workloads(db, 2)
+    await wait_until(lambda: engine.holds("workload", taken.id), timeout=3)
+
+    async with db.connection() as conn:
+        await conn.execute(
+            "UPDATE leases SET owner = 'peer', epoch = epoch + 1 WHERE resource_id = $1",
+            taken.id,
+        )
+
+    await wait_until(lambda: not engine.holds("workload", taken.id), timeout=2)
+    assert engine.holds("workload", kept.id)
+    assert not engine.enqueue_local("workload", taken.id)  # a peer's resource: ignored
+    assert engine.enqueue_local("workload", kept.id)
+
+
+async def test_a_replica_restarted_under_the_same_owner_frees_and_reclaims_its_old_leases(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    [key] = await add_workloads(db, notify=False)
+    async with db.connection() as conn:
+        # What the previous process under this owner left behind when it died.
+        await conn.execute(
+            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
+            " VALUES ('workload', $1, 'pod-0', 4, now() + interval '1 hour')",
+            key.id,
+        )
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(instance_id="pod-0", lease_ttl=0.9))
+
+    run = await wait_until(lambda: next(iter(recorder.runs), None), timeout=5)
+    assert run.key == key and run.owner == "pod-0"
+    assert engine.keeper.strays_released == 1
+    assert engine.holds("workload", key.id)
