@@ -86,7 +86,7 @@ async def test_a_peer_takes_over_when_a_replica_dies_within_ttl_plus_sweep(
 
     await wait_until(lambda: all(b.holds("workload", k.id) for k in keys), timeout=ttl + 2)
     taken = time.perf_counter() - died
-    assert taken < ttl + sweep + 0.5
+    assert taken < ttl + sweep + 0.8
     for key in keys:
         last = [r for r in recorder.runs if r.key == key][-1]
         assert last.owner == b.owner
