@@ -1,9 +1,10 @@
 """Record the Kubernetes calls aicp makes on the golden path, and hold the ClusterRole to them.
 
-aicp (API, reconcile engine, informers) runs against kubesim with its controllers; the test
-drives one workload through the golden path using only aicp's HTTP API, so every request
-kubesim counts is aicp's own: Project → ComputePool → AcceleratorBinding → Workload → Kueue
-admission → Job/Pod → evidence → logs → deletion of the workload, the pool and the project.
+A full replica (`running_service`: API, reconcile engine, informers, steps, as `python -m app
+serve` wires them) runs against kubesim with its controllers. The test drives the golden path
+through aicp's HTTP API only, so every request kubesim counts is aicp's own: binding →
+project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs →
+deletion of the workload, the pool and the project, each until it answers 404.
 
 `AICP_RECORD_KUBE_CALLS=1` also writes what was observed to `observed_kube_calls.json`.
 """
@@ -11,70 +12,80 @@ admission → Job/Pod → evidence → logs → deletion of the workload, the po
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.chart.kube_calls import Attribute, attributes_from_sim_stats, write_observed
-from tests.chart.test_rbac_matches_reconciler import OBSERVED, OFF_THE_GOLDEN_PATH, granted
+from tests.chart.test_rbac_matches_reconciler import OBSERVED, granted
+from tests.support.service import RunningService
 from tests.support.waiting import wait_until
 
-stack_module = pytest.importorskip("tests.integration.steps.stack")
+PROJECT = "research"
+POOL = "h100-pool"
+WORKLOAD = f"/api/v1/projects/{PROJECT}/workloads/train"
+POOL_PATH = f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}"
 
 
-@pytest.fixture
-async def stack(
-    database_url: str, kube_cluster_with_controllers: Any, tmp_path: Path
-) -> AsyncIterator[Any]:
-    cluster = kube_cluster_with_controllers
-    async for running in stack_module.running_stack(database_url, cluster, tmp_path / "kube"):
-        yield running
+async def wait_for(client: httpx.AsyncClient, path: str, predicate: Any, what: str) -> None:
+    async def probe() -> bool:
+        response = await client.get(path)
+        return bool(predicate(response))
+
+    reached: bool = await wait_until(probe, timeout=20, message=f"{path} {what}")
+    assert reached
 
 
-async def golden_path(stack: Any) -> bool:
-    """Run it; True if the API served the workload's logs (a live pods/log read)."""
-    await stack.setup_pool()
-    await stack.submit("train")
-    await stack.wait_state("train", "SUCCEEDED")
-    logs = await stack.http.get(f"{stack_module.WORKLOADS}/train/logs", params={"tail": 10})
-    assert logs.status_code in (200, 404), logs.text
-    for path in (
-        f"{stack_module.WORKLOADS}/train",
-        f"{stack_module.POOLS}/{stack_module.POOL}",
-        f"/api/v1/projects/{stack_module.PROJECT}",
-    ):
-        response = await stack.http.delete(path)
+def in_state(*states: str) -> Any:
+    return lambda r: r.status_code == 200 and r.json()["status"]["state"] in states
+
+
+async def golden_path(client: httpx.AsyncClient) -> None:
+    await wait_for(client, "/readyz", lambda r: r.status_code == 200, "ready")
+    binding = {
+        "resource_name": "nvidia.com/gpu",
+        "flavor": "h100-80g",
+        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+    }
+    assert (await client.put("/api/v1/accelerator-bindings/h100-80g", json=binding)).is_success
+    assert (await client.post("/api/v1/projects", json={"name": PROJECT})).status_code == 202
+    quota = {"accelerators": 8, "cpu": "64", "memory": "512Gi"}
+    pool = {"name": POOL, "accelerator_class": "h100-80g", "quota": quota}
+    response = await client.post(f"/api/v1/projects/{PROJECT}/compute-pools", json=pool)
+    assert response.status_code == 202, response.text
+    await wait_for(client, POOL_PATH, in_state("READY"), "READY")
+    workload = {
+        "name": "train",
+        "compute_pool": POOL,
+        "image": "ghcr.io/acme/train:1.4",
+        "accelerators": 8,
+        "cpu": "8",
+        "memory": "64Gi",
+        "env": {"KUBESIM_RUN_SECONDS": "0.3", "KUBESIM_LOG": "epoch 1 done"},
+    }
+    response = await client.post(f"/api/v1/projects/{PROJECT}/workloads", json=workload)
+    assert response.status_code == 202, response.text
+    await wait_for(client, WORKLOAD, in_state("SUCCEEDED"), "SUCCEEDED")
+    logs = await client.get(f"{WORKLOAD}/logs", params={"tail": 10})
+    assert logs.status_code == 200, logs.text
+    for path in (WORKLOAD, POOL_PATH, f"/api/v1/projects/{PROJECT}"):
+        response = await client.delete(path)
         assert response.status_code == 202, response.text
-        await wait_gone(stack.http, path)
-    status: int = logs.status_code
-    return status == 200
+        await wait_for(client, path, lambda r: r.status_code == 404, "deleted")
 
 
-async def wait_gone(http: httpx.AsyncClient, path: str) -> None:
-    async def gone() -> bool:
-        return (await http.get(path)).status_code == 404
+async def test_the_cluster_role_grants_exactly_the_calls_of_the_golden_path(
+    running_service: RunningService,
+) -> None:
+    await golden_path(running_service.client)
 
-    done: bool = await wait_until(gone, timeout=20, message=f"{path} deleted")
-    assert done
-
-
-async def observed_calls(stack: Any) -> set[Attribute]:
-    stats: dict[str, Any] = await stack.sim("GET", "/_sim/stats")
-    return attributes_from_sim_stats(stats)
-
-
-async def test_the_cluster_role_grants_exactly_the_calls_of_the_golden_path(stack: Any) -> None:
-    served_logs = await golden_path(stack)
-
-    observed = await observed_calls(stack)
+    async with httpx.AsyncClient(base_url=running_service.cluster.url) as sim:
+        stats: dict[str, Any] = (await sim.get("/_sim/stats")).json()
+    observed = attributes_from_sim_stats(stats)
     if os.environ.get("AICP_RECORD_KUBE_CALLS") == "1":
         write_observed(OBSERVED, observed, source="tests/chart/test_rbac_live.py golden path")
 
     grants = granted()
+    assert Attribute("", "pods/log", "get") in observed  # the logs endpoint's live read
     assert sorted(observed - grants) == [], "aicp would get 403 Forbidden"
-    assert sorted(grants - observed - OFF_THE_GOLDEN_PATH.keys()) == [], "granted, never used"
-    if served_logs:
-        assert Attribute("", "pods/log", "get") in observed
+    assert sorted(grants - observed) == [], "granted but never used"

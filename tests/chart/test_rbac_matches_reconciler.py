@@ -1,9 +1,10 @@
 """The ClusterRole grants exactly what aicp uses: every call it makes, and nothing else.
 
-`observed_kube_calls.json` (next to this file) holds the RBAC attributes of every request the
-reconciler issued against kubesim during the end-to-end golden path (see `kube_calls.py` for
-the format and the translation). Until a run has recorded it, the comparison is skipped; the
-properties below it hold regardless.
+`observed_kube_calls.json` (next to this file) holds the RBAC attributes of every request aicp
+issued against kubesim during the end-to-end golden path, recorded by
+`loadtest/record_kube_calls.py` (a `python -m app serve` process) or by `test_rbac_live.py`
+with `AICP_RECORD_KUBE_CALLS=1` (see `kube_calls.py` for the format and the translation).
+Without the file the comparison is skipped; the properties below it hold regardless.
 """
 
 from __future__ import annotations
@@ -17,15 +18,6 @@ from tests.chart.kube_calls import Attribute, read_observed
 from tests.chart.rendering import DEFAULT_VALUES, render
 
 OBSERVED = Path(__file__).with_name("observed_kube_calls.json")
-
-# Calls aicp makes that the recorded golden path does not (yet) exercise, each with the code
-# that makes it. Every entry must be granted; keep this list short and justified.
-OFF_THE_GOLDEN_PATH: dict[Attribute, str] = {
-    Attribute("", "pods/log", "get"): (
-        "GET .../workloads/{name}/logs reads pod logs live (app.kube.apply.pod_logs); "
-        "recorded on the golden path once the API serves that endpoint"
-    ),
-}
 
 
 def granted() -> set[Attribute]:
@@ -54,13 +46,9 @@ def test_the_cluster_role_covers_every_call_the_reconciler_made(observed: set[At
 def test_the_cluster_role_grants_nothing_the_reconciler_did_not_use(
     observed: set[Attribute],
 ) -> None:
-    unused = sorted(granted() - observed - OFF_THE_GOLDEN_PATH.keys())
+    unused = sorted(granted() - observed)
 
     assert unused == [], f"granted but never used (remove from clusterrole.yaml): {unused}"
-
-
-def test_calls_off_the_golden_path_are_granted() -> None:
-    assert OFF_THE_GOLDEN_PATH.keys() <= granted()
 
 
 def test_the_cluster_role_uses_no_wildcards_and_no_escalating_verbs() -> None:
