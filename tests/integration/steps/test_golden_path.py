@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.kube.resources import CLUSTER_QUEUES
 from tests.integration.steps.stack import POOL, POOLS, Stack
 from tests.support.waiting import wait_until
@@ -124,6 +126,13 @@ async def test_a_workload_waits_for_quota_then_runs_when_another_finishes(stack:
 
     reason = await wait_until(reason_has_numbers, timeout=10, message="quota numbers")
     assert "h100-pool" in reason
+
+    async def pool_reports_the_queue() -> dict[str, Any] | None:
+        pool = await stack.pool()
+        return pool if "16 of 16 nvidia.com/gpu in use" in pool["status"]["reason"] else None
+
+    pool = await wait_until(pool_reports_the_queue, timeout=10, message="pool usage reason")
+    assert pool["status"]["usage"]["accelerators_admitted"] == 16
     stack.cluster.clock.advance(600)  # "big" finishes and releases its 16 GPUs
 
     await stack.wait_state("big", "SUCCEEDED")
