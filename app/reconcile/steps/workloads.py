@@ -91,11 +91,11 @@ class WorkloadStep:
         # Workload id → when its Job was first seen finished with facts still missing.
         self._finishing: dict[uuid.UUID, float] = {}
 
-    def _final_facts_in(self, ctx: StepContext, row: WorkloadRow, job: Obj) -> bool:
+    def _final_facts_in(self, row: WorkloadRow, job: Obj) -> bool:
         """True once the caches hold a finished Job's final facts, or after waiting
         `SETTLE_LIMIT_SECONDS` for them (a pod stuck in a state that never ends must not keep
         the workload from finishing)."""
-        if evidence_settled(ctx, job):
+        if evidence_settled(self.ctx, job):
             self._finishing.pop(row.id, None)
             return True
         since = self._finishing.setdefault(row.id, time.monotonic())
@@ -205,7 +205,7 @@ class WorkloadStep:
         ctx = self.ctx
         classification = observe(ctx, row, spec, job)
         state = classification.state
-        if state.is_terminal and not _settled(row) and not self._final_facts_in(ctx, row, job):
+        if state.is_terminal and not _settled(row) and not self._final_facts_in(row, job):
             return Result.requeue(SETTLE_RECHECK_SECONDS)
         facts = current_facts(row, classification.evidence)
         changed = (
