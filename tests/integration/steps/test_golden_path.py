@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.kube.resources import CLUSTER_QUEUES
+from app.kube.resources import CLUSTER_QUEUES, NAMESPACES
 from tests.integration.steps.stack import POOL, POOLS, Stack
 from tests.support.waiting import wait_until
 
@@ -164,3 +164,18 @@ async def test_a_pool_quota_change_reaches_the_cluster_queue(stack: Stack) -> No
         return (await stack.pool())["status"]["observed_generation"] == 2
 
     await wait_until(observed_generation_2, timeout=10, message="pool observed generation 2")
+
+
+async def test_a_project_gets_its_namespace_and_the_shared_priority_classes(stack: Stack) -> None:
+    await stack.setup_pool()
+
+    project = (await stack.http.get("/api/v1/projects/research")).json()
+    assert project["status"]["state"] == "READY"
+    assert "aicp-research" in project["status"]["reason"]
+    namespace = await stack.read(NAMESPACES, None, "aicp-research")
+    assert namespace["metadata"]["labels"]["aicp.dev/project"] == "research"
+    classes = await stack.kube.custom.list_cluster_custom_object(
+        "kueue.x-k8s.io", "v1beta2", "workloadpriorityclasses", _preload_content=False
+    )
+    values = {c["metadata"]["name"]: c["value"] for c in (await classes.json())["items"]}
+    assert values == {"aicp-low": 100, "aicp-normal": 1000, "aicp-high": 10000}
