@@ -590,6 +590,17 @@ SET owner = excluded.owner,
 WHERE l.expires_at <= now() OR l.owner = excluded.owner
 RETURNING l.kind, l.resource_id, l.epoch;
 
+-- name: lease_take_new
+-- Inside the API transaction that creates a resource: lease it to the accepting replica, which
+-- enqueues it locally after the commit, so no doorbell (and no NOTIFY commit lock) is needed.
+-- clock_timestamp(), not now(): the expiry counts from this statement, not from the start of
+-- the transaction, so the replica's local deadline (taken before sending) is never later.
+-- Zero rows: already leased. $1 kind, $2 resource id, $3 owner, $4 ttl seconds.
+INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)
+VALUES ($1, $2, $3, 1, clock_timestamp() + make_interval(secs => $4::float8))
+ON CONFLICT (kind, resource_id) DO NOTHING
+RETURNING epoch;
+
 -- name: lease_claim_due
 -- The sweep: claim up to $3 resources per kind that need work and have no live lease.
 -- $1 owner, $2 ttl seconds, $3 batch size per kind.

@@ -29,6 +29,7 @@ from app.reconcile.leasing import LeaseBook, LeaseKeeper
 from app.reconcile.metrics import PrometheusObserver
 from app.reconcile.queue import Backoff, WorkQueue
 from app.reconcile.workers import Workers
+from app.store import leases
 from app.store.leases import Kind, ResourceKey
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from app.reconcile.workers import ReconcileFn
-    from app.store.db import Database
+    from app.store.db import Connection, Database
     from app.store.leases import Grant
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,14 @@ class EngineObserver(Protocol):
     def leases_held(self, counts: Mapping[Kind, int]) -> None: ...
 
     def lag(self, seconds: Mapping[Kind, float]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NewLease:
+    """A lease taken inside a not yet committed transaction (see `Reconciler.lease_new`)."""
+
+    grant: Grant
+    sent: float  # loop time before the statement was sent: the local deadline counts from it
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +155,21 @@ class Reconciler:
         previous owner is gone.
         """
         self._on_doorbell(ResourceKey(kind, resource_id))
+
+    async def lease_new(self, conn: Connection, kind: Kind, resource_id: UUID) -> NewLease | None:
+        """In the API transaction that creates a resource: lease it to this replica, instead of
+        ringing the doorbell (DESIGN.md §5). Call `lease_committed` once the transaction has
+        committed; if it rolls back, drop the result. A lease never handed to
+        `lease_committed` is released by the keeper after two renewals and swept up again.
+        """
+        key = ResourceKey(kind, resource_id)
+        sent = self.book.now()
+        grant = await leases.take_new(conn, key, owner=self.owner, ttl=self.config.lease_ttl)
+        return None if grant is None else NewLease(grant, sent)
+
+    def lease_committed(self, lease: NewLease) -> None:
+        """The creating transaction committed: book the lease and queue the resource."""
+        self._on_granted([lease.grant], lease.sent)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

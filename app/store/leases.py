@@ -72,6 +72,12 @@ async def claim(
     return _grants(rows)
 
 
+async def take_new(db: Db, key: ResourceKey, *, owner: str, ttl: float) -> Grant | None:
+    """In the transaction creating `key`'s resource: lease it to `owner`. None: already leased."""
+    epoch = await db.fetchval(QUERIES["lease_take_new"], key.kind, key.id, owner, ttl)
+    return None if epoch is None else Grant(key, epoch)
+
+
 async def claim_due(
     db: Db,
     *,
