@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from app.kube.resources import CLUSTER_QUEUES, RESOURCE_FLAVORS
 from tests.integration.steps.stack import CLASS, NAMESPACE, POOL, POOLS, Stack
 from tests.support.waiting import wait_until
@@ -57,18 +59,32 @@ async def test_a_job_deleted_by_hand_while_running_is_recreated_with_its_evidenc
     assert 'aicp_drift_corrections_total{kind="Job"}' in metrics
 
 
-async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(stack: Stack) -> None:
+@pytest.mark.parametrize(
+    "label",
+    [
+        pytest.param("team", id="a-user-label"),
+        pytest.param("aicp.dev/uid", id="the-uid-label-events-are-routed-by"),
+        pytest.param("app.kubernetes.io/managed-by", id="the-label-the-informer-selects-on"),
+    ],
+)
+async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(
+    stack: Stack, label: str
+) -> None:
     await stack.setup_pool()
     await stack.submit("labelled", env={"KUBESIM_RUN_SECONDS": "600"})
     running = await stack.wait_state("labelled", "RUNNING")
     job_name = running["status"]["job"]["name"]
+    before = await stack.job(job_name)
+    assert before is not None
+    value = before["metadata"]["labels"][label]
     await stack.sim("POST", "/_sim/stats/reset")
 
-    await _patch_job(stack, job_name, [{"op": "remove", "path": "/metadata/labels/team"}])
+    pointer = "/metadata/labels/" + label.replace("~", "~0").replace("/", "~1")
+    await _patch_job(stack, job_name, [{"op": "remove", "path": pointer}])
 
     async def restored() -> dict[str, Any] | None:
         job = await stack.job(job_name)
-        return job if job and job["metadata"]["labels"].get("team") == "nlp" else None
+        return job if job and job["metadata"]["labels"].get(label) == value else None
 
     job = await wait_until(restored, timeout=10, message="label restored")
     assert job["spec"]["suspend"] is False
@@ -76,8 +92,12 @@ async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(st
     # Restored with a metadata-only body under its own manager, never the full Job as `aicp`.
     managers = (await stack.sim("GET", "/_sim/stats"))["by_field_manager"]
     assert managers.get("aicp-metadata") == 1 and "aicp" not in managers
-    drift = [e for e in await stack.events("labelled") if e["type"] == "DriftCorrected"]
-    assert len(drift) == 1 and "team" in drift[0]["message"]
+
+    async def drift_recorded() -> list[dict[str, Any]]:
+        return [e for e in await stack.events("labelled") if e["type"] == "DriftCorrected"]
+
+    drift = await wait_until(drift_recorded, timeout=10, message="DriftCorrected")
+    assert len(drift) == 1 and label in drift[0]["message"]
     still = await stack.workload("labelled")
     assert still is not None and still["status"]["state"] == "RUNNING"
 
