@@ -15,11 +15,15 @@ File format (sorted, one object per attribute):
 from __future__ import annotations
 
 import json
+from itertools import product
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
-    from pathlib import Path
+
+#: The recorded attributes of the golden path (see the module docstring for the format).
+OBSERVED = Path(__file__).with_name("observed_kube_calls.json")
 
 APPLY_PATCH = "application/apply-patch+yaml"
 # `/api/v1/namespaces/<name>/status` and `/finalize` are subresources of the Namespace itself,
@@ -113,6 +117,16 @@ def attributes_from_sim_stats(stats: Mapping[str, Any]) -> set[Attribute]:
             content_type=APPLY_PATCH if verb == "patch" and applied else None,
         )
     return attributes
+
+
+def granted_by(cluster_role: Mapping[str, Any]) -> set[Attribute]:
+    """Every attribute a ClusterRole allows, its rules expanded (no wildcards are expected:
+    a `*` stays a literal entry, which the least-privilege tests reject)."""
+    return {
+        Attribute(group, resource, verb)
+        for rule in cluster_role["rules"]
+        for group, resource, verb in product(rule["apiGroups"], rule["resources"], rule["verbs"])
+    }
 
 
 def write_observed(path: Path, attributes: Iterable[Attribute], *, source: str) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 import helm_python as helm
 import yaml
 
+from tests.chart.kube_calls import Attribute, granted_by
+
 CHART_DIR = Path(__file__).resolve().parents[2] / "chart" / "aicp"
 RELEASE = "aicp"
 NAMESPACE = "aicp-system"
@@ -78,3 +80,8 @@ def render(values: dict[str, Any]) -> Rendered:
             continue
         manifests.extend(doc for doc in yaml.safe_load_all(text) if doc)
     return Rendered(manifests=manifests, notes=notes)
+
+
+def granted() -> set[Attribute]:
+    """What the ClusterRole of a default install allows."""
+    return granted_by(render(DEFAULT_VALUES).one("ClusterRole"))

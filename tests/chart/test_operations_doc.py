@@ -12,8 +12,7 @@ import pytest
 import yaml
 
 from tests.chart.kube_calls import Attribute
-from tests.chart.rendering import render
-from tests.chart.test_rbac_matches_reconciler import granted
+from tests.chart.rendering import granted, render
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "OPERATIONS.md"

@@ -16,8 +16,13 @@ from typing import Any
 
 import httpx
 
-from tests.chart.kube_calls import Attribute, attributes_from_sim_stats, write_observed
-from tests.chart.test_rbac_matches_reconciler import OBSERVED, granted
+from tests.chart.kube_calls import (
+    OBSERVED,
+    Attribute,
+    attributes_from_sim_stats,
+    write_observed,
+)
+from tests.chart.rendering import granted
 from tests.support.service import RunningService
 from tests.support.waiting import wait_until
 

@@ -9,25 +9,10 @@ Without the file the comparison is skipped; the properties below it hold regardl
 
 from __future__ import annotations
 
-from itertools import product
-from pathlib import Path
-
 import pytest
 
-from tests.chart.kube_calls import Attribute, read_observed
-from tests.chart.rendering import DEFAULT_VALUES, render
-
-OBSERVED = Path(__file__).with_name("observed_kube_calls.json")
-
-
-def granted() -> set[Attribute]:
-    """Every (group, resource, verb) the rendered ClusterRole allows, rules expanded."""
-    role = render(DEFAULT_VALUES).one("ClusterRole")
-    return {
-        Attribute(group, resource, verb)
-        for rule in role["rules"]
-        for group, resource, verb in product(rule["apiGroups"], rule["resources"], rule["verbs"])
-    }
+from tests.chart.kube_calls import OBSERVED, Attribute, read_observed
+from tests.chart.rendering import granted
 
 
 @pytest.fixture(scope="module")
