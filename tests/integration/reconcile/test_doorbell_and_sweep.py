@@ -5,6 +5,10 @@ from __future__ import annotations
 import time
 import uuid
 
+import asyncpg
+import pytest
+
+from app.domain.errors import StoreUnavailable
 from app.store.db import Database
 from tests.integration.reconcile.conftest import EngineFactory
 from tests.integration.reconcile.rows import add_project, add_workloads, lease_of
@@ -81,3 +85,42 @@ async def test_a_malformed_or_unknown_doorbell_is_ignored(
     assert [r.key for r in recorder.runs] == [key]
     async with db.connection() as conn:
         assert await conn.fetchval("SELECT count(*) FROM leases") == 1
+
+
+async def test_the_engine_keeps_working_after_every_database_connection_is_killed(
+    db: Database, start_engine: EngineFactory, database_url: str
+) -> None:
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(sweep_interval=0.1, probe_interval=0.2))
+    [before] = await add_workloads(db)
+    await wait_until(lambda: recorder.ran(before), timeout=3)
+    connects = engine.doorbell.connects
+
+    admin = await asyncpg.connect(database_url)
+    try:
+        killed = await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await admin.close()
+    assert killed >= 2  # the pool's connections and the doorbell's
+
+    await wait_until(lambda: engine.doorbell.connects > connects, timeout=5)
+
+    async def add_after_outage() -> list[object]:
+        try:
+            return list(await add_workloads(db))
+        except (StoreUnavailable, asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+            return []  # the test's own pool meets a dead connection first
+
+    [after] = await wait_until(add_after_outage, timeout=5)
+    await wait_until(lambda: recorder.ran(after), timeout=5)
+    assert engine.holds("workload", before.id)
+
+
+async def test_start_fails_clearly_when_the_database_cannot_be_reached(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    with pytest.raises(TimeoutError):
+        await start_engine(dsn="postgresql://postgres@127.0.0.1:1/nowhere", start_timeout=0.5)
