@@ -40,6 +40,13 @@ class Stack:
     kubesim_url: str
     database_url: str
     headers: dict[str, str]
+    aicp_pid: int
+    kubesim_pid: int
+
+    def cpu_seconds(self, pid: int) -> float:
+        """User + system CPU time a process has used so far (Linux `/proc`)."""
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -112,9 +119,8 @@ async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
             processes.insert(0, aicp)
             line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
             aicp_url = line.rsplit(" ", 1)[1].strip()
-            stack = Stack(
-                aicp_url, kubesim_url, database_url, {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-            )
+            headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+            stack = Stack(aicp_url, kubesim_url, database_url, headers, aicp.pid, kubesim.pid)
             async with httpx.AsyncClient(base_url=aicp_url) as client:
                 for _ in range(200):
                     if (await client.get("/readyz")).status_code == 200:

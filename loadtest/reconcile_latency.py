@@ -1,0 +1,216 @@
+"""End-to-end reconcile latency: API → Kubernetes, and Kubernetes → API.
+
+    .venv/bin/python loadtest/reconcile_latency.py --submissions 250 --concurrency 1 --observed 50
+
+Runs kubesim and `python -m app serve` as separate processes (`e2e_stack.py`); this process is
+the user (HTTP to aicp) and an observer (watches on kubesim). Two measurements:
+
+1. **POST → Job exists**: `--submissions` workloads (1 GPU, 0.05 s of work), `--concurrency`
+   callers at a time. For each, the time from `POST .../workloads` returning 202 to the ADDED
+   event of its Job (matched by the `aicp.dev/uid` label) arriving on a Job watch on kubesim.
+2. **Pod status → API**: `--observed` workloads one after another (1 GPU, 0.5 s of work). A
+   pod watch on kubesim records when each pod's phase became `Running` and `Succeeded`; a
+   poller GETs the workload every `--poll-ms` and records when the API first shows
+   `RUNNING` and `SUCCEEDED`. The difference is the time a pod change takes to reach the API
+   (informer → event routing → step → fenced write), plus up to one poll interval.
+
+Watch events are timestamped when they arrive here: kubesim is local, so this is the event's
+time plus well under a millisecond. Prints percentiles in ms, then kubesim's request counters.
+aicp runs with its default Kubernetes write limit (50/s, bursts of 100) unless `--write-qps`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loadtest.e2e_stack import WORKLOADS, e2e_stack, setup_pool, workload
+
+MANAGED = "app.kubernetes.io/managed-by=aicp"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def report(title: str, values_ms: list[float]) -> None:
+    print(
+        f"{title:<34} n={len(values_ms)}  p50={percentile(values_ms, 50):7.1f}  "
+        f"p90={percentile(values_ms, 90):7.1f}  p99={percentile(values_ms, 99):7.1f}  "
+        f"max={max(values_ms):7.1f}  mean={statistics.fmean(values_ms):7.1f}",
+        flush=True,
+    )
+
+
+class Seen:
+    """First arrival time of (uid, what) from the watches, with waiters."""
+
+    def __init__(self) -> None:
+        self.at: dict[tuple[str, str], float] = {}
+        self._waiters: dict[tuple[str, str], list[asyncio.Future[float]]] = defaultdict(list)
+
+    def record(self, uid: str, what: str, now: float) -> None:
+        key = (uid, what)
+        if key in self.at:
+            return
+        self.at[key] = now
+        for waiter in self._waiters.pop(key, []):
+            if not waiter.done():
+                waiter.set_result(now)
+
+    async def wait(self, uid: str, what: str, timeout: float = 60.0) -> float:
+        if (uid, what) in self.at:
+            return self.at[(uid, what)]
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters[(uid, what)].append(waiter)
+        return await asyncio.wait_for(waiter, timeout)
+
+
+async def watch(sim: httpx.AsyncClient, path: str, seen: Seen, opened: asyncio.Event) -> None:
+    """Record Job ADDEDs as `job` and pod phases as `pod:<phase>`, until cancelled."""
+    params = {"watch": "true", "labelSelector": MANAGED, "timeoutSeconds": "3600"}
+    async with sim.stream("GET", path, params=params, timeout=None) as response:
+        response.raise_for_status()
+        opened.set()
+        async for line in response.aiter_lines():
+            now = time.perf_counter()
+            if not line:
+                continue
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            uid = ((obj.get("metadata") or {}).get("labels") or {}).get("aicp.dev/uid")
+            if uid is None:
+                continue
+            if obj.get("kind") == "Job" and event["type"] == "ADDED":
+                seen.record(uid, "job", now)
+            elif obj.get("kind") == "Pod":
+                phase = (obj.get("status") or {}).get("phase")
+                if phase:
+                    seen.record(uid, f"pod:{phase}", now)
+
+
+async def job_creation(
+    client: httpx.AsyncClient, seen: Seen, submissions: int, concurrency: int
+) -> None:
+    samples: list[float] = []
+    counter = iter(range(submissions))
+
+    async def caller() -> None:
+        for i in counter:
+            body = workload(f"lat-{i}", env={"KUBESIM_RUN_SECONDS": "0.05"})
+            response = await client.post(WORKLOADS, json=body)
+            returned = time.perf_counter()
+            response.raise_for_status()
+            created = await seen.wait(response.json()["uid"], "job")
+            samples.append((created - returned) * 1000)
+
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
+    report(f"POST 202 -> Job ADDED (c={concurrency})", samples)
+
+
+async def status_propagation(
+    client: httpx.AsyncClient, seen: Seen, count: int, poll_seconds: float
+) -> None:
+    running: list[float] = []
+    finished: list[float] = []
+    for i in range(count):
+        body = workload(f"obs-{i}", env={"KUBESIM_RUN_SECONDS": "0.5"})
+        response = await client.post(WORKLOADS, json=body)
+        response.raise_for_status()
+        uid = response.json()["uid"]
+        shown: dict[str, float] = {}
+        while "SUCCEEDED" not in shown:
+            state = (await client.get(f"{WORKLOADS}/obs-{i}")).json()["status"]["state"]
+            shown.setdefault(state, time.perf_counter())
+            if state == "FAILED":
+                raise SystemExit(f"obs-{i} failed")
+            await asyncio.sleep(poll_seconds)
+        pod_running = await seen.wait(uid, "pod:Running")
+        pod_succeeded = await seen.wait(uid, "pod:Succeeded")
+        if "RUNNING" in shown:  # a very short run may go from ADMITTED straight to SUCCEEDED
+            running.append((shown["RUNNING"] - pod_running) * 1000)
+        finished.append((shown["SUCCEEDED"] - pod_succeeded) * 1000)
+    report("pod Running -> API RUNNING", running)
+    report("pod Succeeded -> API SUCCEEDED", finished)
+
+
+def _step_totals(metrics: str) -> dict[str, tuple[float, float]]:
+    """(count, seconds) of reconcile steps per kind, from aicp's Prometheus text."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for line in metrics.splitlines():
+        for suffix, slot in (("_count{", 0), ("_sum{", 1)):
+            prefix = "aicp_reconcile_duration_seconds" + suffix
+            if line.startswith(prefix):
+                labels, value = line[len(prefix) :].rsplit("} ", 1)
+                kind = labels.split('kind="', 1)[1].split('"', 1)[0]
+                totals[kind][slot] += float(value)
+    return {kind: (count, seconds) for kind, (count, seconds) in totals.items()}
+
+
+async def main(args: argparse.Namespace) -> None:
+    env = {}
+    if args.write_qps:
+        env = {"AICP_KUBE_WRITE_QPS": str(args.write_qps), "AICP_KUBE_WRITE_BURST": "1000"}
+    async with e2e_stack(args.admin_url, **env) as stack:
+        seen = Seen()
+        async with (
+            httpx.AsyncClient(base_url=stack.kubesim_url) as sim,
+            httpx.AsyncClient(base_url=stack.aicp_url, headers=stack.headers, timeout=30) as client,
+        ):
+            await setup_pool(client)
+            cpu_before = stack.cpu_seconds(stack.aicp_pid), stack.cpu_seconds(stack.kubesim_pid)
+            opened = [asyncio.Event(), asyncio.Event()]
+            watches = [
+                asyncio.create_task(watch(sim, "/apis/batch/v1/jobs", seen, opened[0])),
+                asyncio.create_task(watch(sim, "/api/v1/pods", seen, opened[1])),
+            ]
+            await asyncio.gather(*(event.wait() for event in opened))
+            try:
+                await job_creation(client, seen, args.submissions, args.concurrency)
+                await status_propagation(client, seen, args.observed, args.poll_ms / 1000)
+            finally:
+                for task in watches:
+                    task.cancel()
+                await asyncio.gather(*watches, return_exceptions=True)
+            steps = _step_totals((await client.get("/metrics")).text)
+            workloads = args.submissions + args.observed
+            count, seconds = steps.get("workload", (0.0, 0.0))
+            print(
+                f"aicp workload steps: {count:.0f} ({count / workloads:.1f} per workload), "
+                f"mean {seconds / max(count, 1) * 1000:.1f} ms each"
+            )
+            aicp_cpu = stack.cpu_seconds(stack.aicp_pid) - cpu_before[0]
+            kubesim_cpu = stack.cpu_seconds(stack.kubesim_pid) - cpu_before[1]
+            print(
+                f"CPU per workload: aicp {aicp_cpu / workloads * 1000:.1f} ms, "
+                f"kubesim {kubesim_cpu / workloads * 1000:.1f} ms"
+            )
+            stats = (await sim.get("/_sim/stats")).json()
+            print(
+                f"kubesim requests: {stats['total']} ({stats['writes']} writes); by field "
+                f"manager: {stats.get('by_field_manager')}; by verb: {stats.get('by_verb')}"
+            )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--submissions", type=int, default=250)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--observed", type=int, default=50)
+    parser.add_argument("--poll-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--write-qps", type=float, default=None, help="aicp's AICP_KUBE_WRITE_QPS (default 50)"
+    )
+    asyncio.run(main(parser.parse_args()))
