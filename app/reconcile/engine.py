@@ -76,6 +76,7 @@ class EngineConfig:
     retry_base: float = 0.05
     retry_cap: float = 60.0
     start_timeout: float = 10.0
+    step_timeout: float = 120.0  # a step still running after this is cancelled and retried
 
 
 class Reconciler:
@@ -113,6 +114,7 @@ class Reconciler:
             release=self.keeper.release,
             lose=self.book.drop,
             observer=self._observer,
+            step_timeout=config.step_timeout,
         )
         self._intake: list[asyncio.Task[None]] = []  # doorbell, claimer, sweeper
         self._workers: list[asyncio.Task[None]] = []

@@ -9,9 +9,10 @@ state (the row, the informer caches), takes one corrective action, and says what
 - `Result.release()`: done, and this replica no longer needs the lease (the resource is
   finished or gone).
 
-An exception retries the key with backoff; `TerminalError` is logged and counted, not retried;
-`LeaseLost` drops the key at once and nothing more is done for it here. A key whose lease is not
-(or no longer) held when it comes up is skipped: a fenced write would fail anyway.
+An exception, or a step still running after `step_timeout`, retries the key with backoff;
+`TerminalError` is logged and counted, not retried; `LeaseLost` drops the key at once and
+nothing more is done for it here. A key whose lease is not (or no longer) held when it comes
+up is skipped: a fenced write would fail anyway.
 """
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ class Workers:
         release: Callable[[ResourceKey], Awaitable[None]],
         lose: Callable[[ResourceKey], None],
         observer: StepObserver | None = None,
+        step_timeout: float = 120.0,
     ) -> None:
         self._queue = queue
+        self._step_timeout = step_timeout
         self._book = book
         self._release = release
         self._lose = lose
@@ -129,7 +132,10 @@ class Workers:
         started = time.perf_counter()
         outcome, error = "error", None
         try:
-            result = await self._steps[key.kind](key.id, fence)
+            # A step stuck on a call that never answers would hold its key and its worker
+            # forever; past the deadline it counts as a failure and is retried with backoff.
+            async with asyncio.timeout(self._step_timeout):
+                result = await self._steps[key.kind](key.id, fence)
         except LeaseLost as exc:
             outcome, error = "lease_lost", type(exc).__name__
             log.info("dropping %s: %s", key, exc)

@@ -91,3 +91,22 @@ async def test_requeue_after_runs_the_step_again_after_the_delay(
     times = [r.at for r in recorder.runs if r.key == key]
     assert times[1] - times[0] >= 0.19
     assert times[2] - times[1] >= 0.19
+
+
+async def test_a_step_that_hangs_is_cancelled_at_its_deadline_and_retried(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    never = asyncio.Event()
+
+    async def hangs_once(fence: Fence, attempt: int) -> Result:
+        if attempt == 1:
+            await never.wait()  # a call that never answers
+        return Result.done()
+
+    recorder = Recorder(behaviour=hangs_once)
+    recorder.attach(await start_engine(step_timeout=0.2, retry_base=0.01))
+    [key] = await add_workloads(db)
+
+    await wait_until(lambda: recorder.attempts(key) == 2, timeout=3)
+    first, second = (r.at for r in recorder.runs if r.key == key)
+    assert second - first >= 0.2
