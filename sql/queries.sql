@@ -642,6 +642,7 @@ due_workloads AS (
     LIMIT $3
     FOR NO KEY UPDATE OF w SKIP LOCKED
 ),
+-- every candidate, whatever its kind
 due AS (
     SELECT * FROM due_projects
     UNION ALL SELECT * FROM due_pools
