@@ -16,7 +16,7 @@ from kubesim.controllers.gpu_operator import register_nodes
 from kubesim.controllers.jobs import JobController
 from kubesim.controllers.kubelet import Kubelet
 from kubesim.controllers.kueue_admission import KueueScheduler
-from kubesim.controllers.kueue_jobs import KueueJobReconciler, suspend_on_create
+from kubesim.controllers.kueue_jobs import KueueJobReconciler, job_webhook
 from kubesim.controllers.kueue_status import QueueStatus
 from kubesim.controllers.quota import QuotaBook
 from kubesim.controllers.runtime import K, Requeue, WorkQueue, run_worker, watch_forever
@@ -86,7 +86,7 @@ class Controllers:
             gpus_per_node=self._gpus_per_node,
             profile=self._gpu_profile,
         )
-        self._store.add_admission_hook(self._store.resource("batch", "jobs"), suspend_on_create)
+        self._store.add_admission_hook(self._store.resource("batch", "jobs"), job_webhook)
         # Kueue's picture of the queues first, so that its first cycles see them.
         self._watch("kueue.x-k8s.io", "resourceflavors", self.queue_status.on_flavor)
         self._watch("kueue.x-k8s.io", "clusterqueues", self.queue_status.on_cluster_queue)

@@ -1,7 +1,8 @@
 """Kueue's batch/v1 Job integration: the mutating webhook and the job reconciler.
 
-Webhook (`suspend_on_create`): a Job created with label `kueue.x-k8s.io/queue-name` gets
-`spec.suspend=true` before it is stored, from HTTP and in-process callers alike.
+Webhooks (`job_webhook`): a Job created with label `kueue.x-k8s.io/queue-name` gets
+`spec.suspend=true` before it is stored, from HTTP and in-process callers alike; the queue name
+of a running (not suspended) Job is immutable.
 
 Reconciler, per Job with a queue name (KUBE-CONTRACT.md §1, steps 3-7):
 
@@ -24,6 +25,7 @@ Reconciler, per Job with a queue name (KUBE-CONTRACT.md §1, steps 3-7):
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,11 +60,26 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 
 
-def suspend_on_create(operation: Literal["CREATE", "UPDATE"], job: Obj, _old: Obj | None) -> None:
-    """Kueue's Job webhook default: a queued Job starts suspended (ApplyDefaultForSuspend)."""
+def job_webhook(operation: Literal["CREATE", "UPDATE"], job: Obj, old: Obj | None) -> None:
+    """Kueue's Job webhooks. Mutating, on create: a queued Job starts suspended
+    (ApplyDefaultForSuspend). Validating, on update: the queue name of a Job that is not
+    suspended cannot change, refused as the apiserver relays a webhook denial."""
     labels = (job.get("metadata") or {}).get("labels") or {}
     if operation == "CREATE" and labels.get(QUEUE_LABEL):
         job.setdefault("spec", {})["suspend"] = True
+        return
+    if operation != "UPDATE" or old is None or (job.get("spec") or {}).get("suspend"):
+        return
+    before = ((old.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    after = labels.get(QUEUE_LABEL)
+    if before != after:
+        raise StoreError(
+            403,
+            "Forbidden",
+            'admission webhook "vjob.kb.io" denied the request: '
+            f"metadata.labels[{QUEUE_LABEL}]: Invalid value: {json.dumps(after or '')}: "
+            "field is immutable",
+        )
 
 
 def _job_finished(job: Obj) -> tuple[str, str] | None:

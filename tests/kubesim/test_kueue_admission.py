@@ -457,3 +457,31 @@ async def test_a_small_job_behind_a_blocked_one_goes_first_only_under_best_effor
             c["type"] == "Admitted" for c in (wl.get("status") or {}).get("conditions", [])
         )
         assert (await kube.job("small")).spec.suspend is True
+
+
+async def test_the_queue_of_a_running_job_is_immutable_but_a_waiting_one_can_move(
+    kube: Kube,
+) -> None:
+    await kube.kueue_setup(gpus=8)
+    await kube.create_local_queue("team-b", "gpu-cq")
+    await kube.batch.create_namespaced_job(NS, gpu_job("runner", gpus=8, run_seconds=60))
+    await wait_until(lambda: _unsuspended(kube, "runner"), message="the Job started")
+    await kube.batch.create_namespaced_job(NS, gpu_job("waiter", gpus=8))
+    await kube.wait_workload_condition("waiter", "QuotaReserved", "False")
+    move = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "team-b"}}}
+
+    with pytest.raises(ApiException) as caught:
+        await kube.batch.patch_namespaced_job("runner", NS, move)
+    await kube.batch.patch_namespaced_job("waiter", NS, move)
+
+    assert caught.value.status == 403
+    assert json.loads(caught.value.body)["message"] == (
+        'admission webhook "vjob.kb.io" denied the request: '
+        'metadata.labels[kueue.x-k8s.io/queue-name]: Invalid value: "team-b": field is immutable'
+    )
+
+    async def moved() -> bool:
+        wl = await kube.workload_of("waiter")
+        return wl is not None and wl["spec"]["queueName"] == "team-b"
+
+    await wait_until(moved, message="the waiting Workload moved to team-b")
