@@ -153,9 +153,12 @@ def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
         before = 0
     after = _RANK[state]
     if after < before:
-        # Back to the queue: Kueue evicted or preempted the workload.
-        kind = "Preempted" if "Preempted" in new.reason else "Requeued"
-        return [(kind, new.reason)]
+        if state == WorkloadState.QUEUED:
+            # Back to the queue: Kueue evicted or preempted the workload.
+            kind = "Preempted" if "Preempted" in new.reason else "Requeued"
+            return [(kind, new.reason)]
+        # Still admitted, but no pod runs any more: a failed pod is being retried.
+        return [("Restarting", new.reason)]
     events: list[tuple[str, str]] = []
     if before < _RANK[WorkloadState.ADMITTED] <= after:
         admission = new.evidence.admission

@@ -179,3 +179,15 @@ async def test_a_project_gets_its_namespace_and_the_shared_priority_classes(stac
     )
     values = {c["metadata"]["name"]: c["value"] for c in (await classes.json())["items"]}
     assert values == {"aicp-low": 100, "aicp-normal": 1000, "aicp-high": 10000}
+
+
+async def test_a_failing_workload_with_a_retry_reports_both_attempts(stack: Stack) -> None:
+    await stack.setup_pool()
+    env = {"KUBESIM_RUN_SECONDS": "0.2", "KUBESIM_EXIT_CODE": "3"}
+    await stack.submit("retry", retries=1, env=env)
+
+    failed = await stack.wait_state("retry", "FAILED")
+
+    assert failed["status"]["attempts"] == 2
+    assert "after 2 attempts" in failed["status"]["reason"]
+    assert failed["status"]["exit_code"] == 3

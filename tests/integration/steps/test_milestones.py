@@ -70,6 +70,12 @@ def classified(state: WorkloadState, reason: str = "A reason.", **facts: Any) ->
             ["Requeued"],
             id="evicted",
         ),
+        pytest.param(
+            "RUNNING",
+            classified(WorkloadState.ADMITTED, "Admitted; starting 1 pod."),
+            ["Restarting"],
+            id="a-failed-pod-retried",
+        ),
     ],
 )
 def test_each_milestone_crossed_is_one_event(
