@@ -485,3 +485,33 @@ async def test_the_queue_of_a_running_job_is_immutable_but_a_waiting_one_can_mov
         return wl is not None and wl["spec"]["queueName"] == "team-b"
 
     await wait_until(moved, message="the waiting Workload moved to team-b")
+
+
+async def test_a_job_naming_a_missing_priority_class_waits_without_a_workload_until_it_exists(
+    kube: Kube,
+    clock: Any,
+) -> None:
+    await kube.kueue_setup(gpus=8)
+    await kube.batch.create_namespaced_job(NS, gpu_job("vip", priority_class="gold"))
+
+    job = await kube.job("vip")
+    assert job.spec.suspend is True
+    assert await kube.workload_of("vip") is None
+
+    await kube.create_priority_class("gold", 500)
+    clock.advance(5)
+
+    wl = await kube.wait_workload_condition("vip", "Admitted")
+    assert wl["spec"]["priority"] == 500
+
+
+async def test_a_job_waiting_for_its_local_queue_is_admitted_once_the_queue_is_created(
+    kube: Kube,
+) -> None:
+    await kube.batch.create_namespaced_job(NS, gpu_job("early", queue="late-queue"))
+    await kube.wait_workload_condition("early", "QuotaReserved", "False")
+
+    await kube.kueue_setup(gpus=8, local_queue="late-queue")
+
+    await kube.wait_workload_condition("early", "Admitted")
+    await kube.wait_pod_phase("early", "Running")
