@@ -99,20 +99,23 @@ class PoolStep:
         desired = render_cluster_queue(identity, msgspec.convert(row.quota, Quota), binding)
         queue = ctx.informers.cluster_queues.get(None, identity.cluster_queue)
         new_generation = row.observed_generation != row.generation
-        found: list[str] = []
+        found: dict[str, list[str]] = {}  # kind → what it lacks
         if not new_generation:
             if queue is None:
                 # Not in the cache: ask the server before calling it drift.
                 queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
-            found = declared_drift(desired, queue)
-            if not found and self._unwatched_due(row, queue, binding):
+            if lacking := declared_drift(desired, queue):
+                found["ClusterQueue"] = lacking
+            elif self._unwatched_due(row, queue, binding):
                 found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
             queue = await self._apply(row, identity, binding, desired)
             if found:
-                DRIFT_CORRECTIONS.labels("ClusterQueue").inc()
-                message = f"Restored the pool's queues: {'; '.join(found)}."
+                for kind in found:
+                    DRIFT_CORRECTIONS.labels(kind).inc()
+                lacking = [item for items in found.values() for item in items]
+                message = f"Restored the pool's queues: {'; '.join(lacking)}."
                 log.info("drift corrected on pool %s/%s: %s", row.project, row.name, message)
                 events.append(Event("DriftCorrected", message, "QueuesRestored"))
             else:
@@ -140,16 +143,17 @@ class PoolStep:
         self._checked[row.id] = now
         return True
 
-    async def _unwatched_drift(self, identity: PoolIdentity, binding: BindingPut) -> list[str]:
+    async def _unwatched_drift(
+        self, identity: PoolIdentity, binding: BindingPut
+    ) -> dict[str, list[str]]:
         """What the flavor and the LocalQueue on the server lack of what aicp declares."""
-        found: list[str] = []
+        found: dict[str, list[str]] = {}
         for desired in (render_resource_flavor(binding), render_local_queue(identity)):
-            meta = desired["metadata"]
-            resource = RESOURCE_FLAVORS if desired["kind"] == "ResourceFlavor" else LOCAL_QUEUES
+            meta, kind = desired["metadata"], str(desired["kind"])
+            resource = RESOURCE_FLAVORS if kind == "ResourceFlavor" else LOCAL_QUEUES
             live = await get(self.ctx.kube, resource, meta.get("namespace"), meta["name"])
-            found += [
-                f"{desired['kind']} {m}" if live else m for m in declared_drift(desired, live)
-            ]
+            if lacking := declared_drift(desired, live):
+                found[kind] = [f"{kind} {m}" if live else m for m in lacking]
         return found
 
     async def _apply(
