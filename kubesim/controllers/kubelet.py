@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kubesim.controllers import conditions
-from kubesim.controllers.podspec import container_env
+from kubesim.controllers.podspec import container_env, qos_class
 from kubesim.controllers.runtime import Requeue, WorkQueue
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ class Kubelet:
             "hostIPs": [{"ip": host}],
             "podIP": f"10.244.0.{index}",
             "podIPs": [{"ip": f"10.244.0.{index}"}],
-            "qosClass": "BestEffort",
+            "qosClass": qos_class(pod["spec"]),
         }
 
     def _pod_conditions(self, pod: Obj, ready: bool, now: str, reason: str = "") -> list[Obj]:

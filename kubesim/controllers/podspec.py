@@ -92,3 +92,23 @@ def container_env(container: Obj, name: str) -> str | None:
             value = var["value"]
             return str(value)
     return None
+
+
+def qos_class(spec: Obj) -> str:
+    """The pod's QoS class as the apiserver computes it from cpu and memory only: Guaranteed
+    when every container limits both and requests equal limits, BestEffort when none asks for
+    either, else Burstable."""
+    containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+    guaranteed, anything = True, False
+    for container in containers:
+        resources = container.get("resources") or {}
+        limits = resources.get("limits") or {}
+        requests = {**limits, **(resources.get("requests") or {})}
+        for name in ("cpu", "memory"):
+            if name in requests or name in limits:
+                anything = True
+            if name not in limits or requests.get(name) != limits[name]:
+                guaranteed = False
+    if not anything:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"

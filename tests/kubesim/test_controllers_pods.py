@@ -156,6 +156,7 @@ async def test_a_running_pod_reports_ready_containers_with_the_required_fields(
     ready = next(c for c in pod.status.conditions if c.type == "Ready")
     assert ready.status == "True"
     assert pod.status.pod_ip and pod.status.host_ip and pod.status.start_time
+    assert pod.status.qos_class == "BestEffort"  # a GPU limit alone sets no cpu/memory QoS
 
 
 @pytest.mark.parametrize(
