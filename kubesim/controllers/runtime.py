@@ -21,6 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from kubesim.store import StoreError
+
 if TYPE_CHECKING:
     from kubesim.clock import Clock
     from kubesim.store import ResourceType, Store, WatchEvent
@@ -149,6 +151,15 @@ async def run_worker(
                 result = await result
         except asyncio.CancelledError:
             raise
+        except StoreError as exc:
+            if exc.code == 404:
+                # The object went away under the reconcile: its DELETED event brings the key
+                # back if anything is left to do.
+                log.debug("%s: %r vanished during reconcile: %s", name, key, exc.message)
+                continue
+            log.exception("%s: reconcile of %r failed; retrying", name, key)
+            queue.add_after(key, retry_after)
+            continue
         except Exception:
             log.exception("%s: reconcile of %r failed; retrying", name, key)
             queue.add_after(key, retry_after)
