@@ -37,7 +37,7 @@ class ApiDependencies:
     db: Database
     admin_token: str | None
     readiness_checks: list[ReadinessCheck] = field(default_factory=list)
-    kube: KubeClient | None = None  # for the one live read (pod logs); None: answer 503
+    kube: KubeClient | None = None  # for the one live read (pod logs); None: no pods, 404
 
 
 def _resource_routes() -> list[Any]:

@@ -5,7 +5,8 @@ current generation that are not stored as such.
   §2): the `main` container's last N lines of every pod of the current generation's Job, as
   `text/plain`. With more than one pod every line is prefixed with `[<pod name>] `. No pod yet
   (nothing created, not admitted, or already removed) is a 404 whose detail says why; the
-  cluster being unreachable is a 503.
+  cluster being unreachable is a 503. An API served without Kubernetes (tests of the API
+  alone; `python -m app serve` always has a cluster) has no pods to show: 404.
 - `/manifest` is the Job for the current generation exactly as aicp applies it when creating
   it: `render_job` over the stored row, so it never depends on the cluster.
 
@@ -22,7 +23,7 @@ from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
 from app.api.workloads import ONE, NamePath
-from app.domain.errors import NotFound, ServiceUnavailable
+from app.domain.errors import NotFound
 from app.domain.render import render_job
 from app.domain.render_labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.rendering_inputs import JobIdentity
@@ -115,7 +116,7 @@ async def get_logs(
     row = await _current_row(db, caller.require_project(), name)
     kube: KubeClient | None = request.app.state.get("kube")
     if kube is None:
-        raise ServiceUnavailable("This replica is not connected to Kubernetes; pod logs need it.")
+        raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
     pods = await _pods(kube, row)
     if not pods:
         raise NotFound(
