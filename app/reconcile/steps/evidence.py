@@ -15,7 +15,16 @@ import msgspec
 
 from app.domain.classify import Classification, classify
 from app.domain.classify_evidence import Evidence, context_for, merge_evidence
-from app.domain.classify_kube import field, is_terminating, is_true, name_of, phase, pods_of_job
+from app.domain.classify_kube import (
+    condition,
+    field,
+    is_terminating,
+    is_true,
+    job_count,
+    name_of,
+    phase,
+    pods_of_job,
+)
 from app.domain.classify_pool import pool_snapshot
 from app.domain.naming import cluster_queue_name
 from app.domain.rendering_inputs import JobIdentity
@@ -92,12 +101,22 @@ def evidence_settled(ctx: StepContext, job: Obj) -> bool:
     The informers of different kinds are not consistent with each other: the Job's `Complete`
     may arrive before its pod's terminated status (the exit code) or before the Kueue
     Workload's admission. A finished workload's evidence is recorded once, so wait until every
-    pod of the Job has ended (or is gone or going) and, for a Job that started, the admission
-    is in the cache.
+    pod of the Job in the cache has ended (or is going), every pod the Job counts as ended is
+    in the cache, and, for a Job that started, the admission is in the cache.
     """
+    ended = 0
     for pod in pods_of_job(job, ctx.informers.pods.by_label(JOB_NAME_LABEL, name_of(job))):
-        if not is_terminating(pod) and phase(pod) not in ("Succeeded", "Failed"):
+        if phase(pod) in ("Succeeded", "Failed"):
+            ended += 1
+        elif not is_terminating(pod):
             return False
+    # Every pod the Job counts as ended on its own must be in the cache (its exit code is on
+    # it). Pods stopped at the deadline are deleted by the Job controller: not waited for.
+    counted = job_count(job, "succeeded")
+    if (condition(job, "Failed") or {}).get("reason") != "DeadlineExceeded":
+        counted += job_count(job, "failed")
+    if ended < counted:
+        return False
     if field(job, "status", "startTime") is None:
         return True
     uid = field(job, "metadata", "uid")
