@@ -67,6 +67,15 @@ async def _init_connection(conn: Connection) -> None:
     )
 
 
+async def _keep_session(conn: Connection) -> None:
+    """Pool ``reset`` hook: skip asyncpg's per-release reset query (one round trip).
+
+    asyncpg still rolls back any open transaction on release. Nothing aicp runs on a pooled
+    connection changes session state (no SET, no LISTEN, advisory locks released explicitly);
+    a component that needs session state takes a dedicated connection instead.
+    """
+
+
 class Database:
     """A pool of ``size`` connections to one PostgreSQL database."""
 
@@ -84,6 +93,7 @@ class Database:
                 min_size=min(2, size),
                 max_size=size,
                 init=_init_connection,
+                reset=_keep_session,
                 timeout=CONNECT_TIMEOUT_SECONDS,
                 command_timeout=30,
             )

@@ -15,9 +15,9 @@ import httpx
 
 from app.main import Service
 from app.store.migrations import discover
+from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN
 from tests.support.pg_fixtures import service_settings
-from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -105,7 +105,10 @@ def test_serve_with_bad_settings_exits_2_with_one_line_per_bad_value() -> None:
     assert "DATABASE_URL is not set" in stderr
 
 
-async def test_serve_starts_logs_json_and_stops_on_sigterm(database_url: str) -> None:
+async def test_serve_logs_json_lines_with_its_instance_id_and_stops_on_sigterm(
+    database_url: str, kube_cluster: Cluster, tmp_path: Path
+) -> None:
+    kubeconfig = kube_cluster.write_kubeconfig(tmp_path / "kubeconfig")
     process = _serve(
         {
             "DATABASE_URL": database_url,
@@ -113,20 +116,20 @@ async def test_serve_starts_logs_json_and_stops_on_sigterm(database_url: str) ->
             "AICP_HTTP_HOST": "127.0.0.1",
             "AICP_HTTP_PORT": "0",
             "AICP_INSTANCE_ID": "serve-test",
+            "KUBECONFIG": str(kubeconfig),
         }
     )
     try:
         assert process.stderr is not None
-        line = await asyncio.wait_for(asyncio.to_thread(process.stderr.readline), 30)
-        while "serving on" not in line:
+        entry: dict[str, str] = {}
+        while "serving on" not in entry.get("msg", ""):
             line = await asyncio.wait_for(asyncio.to_thread(process.stderr.readline), 30)
-        entry = json.loads(line)
-        assert entry["instance_id"] == "serve-test"
-        assert entry["level"] == "info"
+            assert line, "serve exited before serving"
+            entry = json.loads(line)
+            assert entry["instance_id"] == "serve-test"
         url = entry["msg"].split("serving on ")[1]
         async with httpx.AsyncClient(base_url=url) as client:
-            await wait_until(lambda: client.get("/healthz"), timeout=10)
-            assert (await client.get("/readyz")).status_code == 200
+            assert (await client.get("/healthz")).status_code == 200
         process.send_signal(signal.SIGTERM)
         assert await asyncio.to_thread(process.wait, 30) == 0
     finally:
