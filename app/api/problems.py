@@ -84,7 +84,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     elif isinstance(exc, UNAVAILABLE_ERRORS):
         error = StoreUnavailable()
     else:
-        log.exception("unhandled error serving %s %s", request.method, request.url.path)
+        log.error("unhandled error serving %s %s", request.method, request.url.path, exc_info=exc)
         error = AicpError("An internal error occurred; quote the request id when reporting it.")
 
     if isinstance(error, _GenericHttpProblem):
