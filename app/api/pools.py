@@ -7,6 +7,7 @@ from litestar import Request, Response, delete, get, patch, post
 from litestar.params import JSONBody, Parameter
 
 from app.api.auth import requires
+from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
 from app.api.idempotency import respond_once
@@ -56,12 +57,16 @@ async def create_pool(
 ) -> Response[bytes]:
     raise_violations(check_pool_create(data))
     project = caller.require_project()
+    lease = CreateLease(request)
 
     async def create(conn: Connection) -> tuple[PoolResource, str]:
-        pool = await pools.create(conn, project, data, actor=caller.actor)
+        pool = await pools.create(conn, project, data, actor=caller.actor, doorbell=False)
+        await lease.take(conn, "pool", pool.uid)
         return pool, pool_location(project.name, pool.name)
 
-    return await respond_once(request, db, caller, status=202, create=create)
+    response = await respond_once(request, db, caller, status=202, create=create)
+    lease.committed()
+    return response
 
 
 @get(

@@ -7,6 +7,7 @@ from litestar import Request, Response, delete, get, post, put
 from litestar.params import JSONBody, Parameter, QueryParameter
 
 from app.api.auth import requires
+from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
 from app.api.idempotency import respond_once
@@ -74,12 +75,16 @@ async def create_workload(
 ) -> Response[bytes]:
     raise_violations(check_workload(data))
     project = caller.require_project()
+    lease = CreateLease(request)
 
     async def create(conn: Connection) -> tuple[WorkloadResource, str]:
-        workload = await workloads.create(conn, project, data, actor=caller.actor)
+        workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
+        await lease.take(conn, "workload", workload.uid)
         return workload, workload_location(project.name, workload.name)
 
-    return await respond_once(request, db, caller, status=202, create=create)
+    response = await respond_once(request, db, caller, status=202, create=create)
+    lease.committed()
+    return response
 
 
 @get(

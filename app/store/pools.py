@@ -74,9 +74,15 @@ def _quota_dict(quota: Quota) -> dict[str, Any]:
 
 
 async def create(
-    conn: Connection, project: ProjectScope, body: PoolCreate, *, actor: str
+    conn: Connection,
+    project: ProjectScope,
+    body: PoolCreate,
+    *,
+    actor: str,
+    doorbell: bool = True,
 ) -> PoolResource:
-    """Insert a new PENDING pool with its Accepted event and doorbell.
+    """Insert a new PENDING pool with its Accepted event and, unless `doorbell` is False (the
+    caller leases the new pool in this transaction instead, DESIGN.md §5), its doorbell.
 
     Raises `BeingDeleted` when the project or a pool of that name is being deleted,
     `AlreadyExists` when the name is taken, `ValidationFailed` (field `accelerator_class`)
@@ -124,7 +130,8 @@ async def create(
         generation=1,
         actor=actor,
     )
-    await ring_doorbell(conn, "pool", pool_id)
+    if doorbell:
+        await ring_doorbell(conn, "pool", pool_id)
     return pool_from_row(row, project.name)
 
 

@@ -76,9 +76,16 @@ async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: Workloa
 
 
 async def create(
-    conn: Connection, project: ProjectScope, spec: WorkloadSpec, *, actor: str
+    conn: Connection,
+    project: ProjectScope,
+    spec: WorkloadSpec,
+    *,
+    actor: str,
+    doorbell: bool = True,
 ) -> WorkloadResource:
-    """Insert a PENDING workload at generation 1 with its Accepted event and doorbell.
+    """Insert a PENDING workload at generation 1 with its Accepted event and, unless
+    `doorbell` is False (the caller leases the new workload in this transaction instead,
+    DESIGN.md §5), its doorbell.
 
     Raises `ValidationFailed` on `compute_pool` (no such pool, or it is being deleted),
     `ExceedsPoolCapacity`, `AlreadyExists`, or `BeingDeleted` (the name's previous workload
@@ -117,7 +124,8 @@ async def create(
         generation=1,
         actor=actor,
     )
-    await ring_doorbell(conn, "workload", workload_id)
+    if doorbell:
+        await ring_doorbell(conn, "workload", workload_id)
     return workload_from_row(row, project.name)
 
 

@@ -1,0 +1,80 @@
+"""Who hears about a new workload: the doorbell, or the accepting replica's own lease.
+
+DESIGN.md §5: the replica that accepts a create may lease the new resource in the same
+transaction and queue it locally, skipping the NOTIFY (whose commit takes a cluster-wide lock).
+Notifications are delivered in commit order, so "no doorbell for the create" is checked by
+waiting for a later write's doorbell and looking at what arrived before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from app.main import Service
+from tests.integration.api.pool_workload_setup import (
+    POOL,
+    POOLS,
+    QUOTA,
+    WORKLOADS,
+    project_with_pool,
+    workload,
+)
+from tests.support.api_client import Api
+
+
+@pytest.fixture
+async def doorbells(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
+    """Every `aicp_work` payload committed from now on, in commit order."""
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    conn = await asyncpg.connect(database_url)
+    await conn.add_listener("aicp_work", lambda *args: heard.put_nowait(args[3]))
+    try:
+        yield heard
+    finally:
+        await conn.close()
+
+
+async def _until(heard: asyncio.Queue[str], payload: str) -> list[str]:
+    """The payloads heard up to and including `payload`."""
+    seen: list[str] = []
+    while not seen or seen[-1] != payload:
+        seen.append(await asyncio.wait_for(heard.get(), timeout=10))
+    return seen
+
+
+async def test_without_a_local_reconciler_a_new_workload_rings_the_doorbell(
+    api: Api, doorbells: asyncio.Queue[str]
+) -> None:
+    await project_with_pool(api)
+    uid = (await api.client.post(WORKLOADS, json=workload())).json()["uid"]
+    assert (await _until(doorbells, f"workload:{uid}"))[-1] == f"workload:{uid}"
+
+
+async def test_the_accepting_replica_leases_a_new_workload_instead_of_ringing(
+    api: Api, service: Service, database_url: str, doorbells: asyncio.Queue[str]
+) -> None:
+    await project_with_pool(api)
+    pool = (await api.client.get(f"{POOLS}/{POOL}")).json()["uid"]
+    await _until(doorbells, f"pool:{pool}")  # the pool's own creation, rung before the switch
+    assert service.app is not None and service.reconciler is not None
+    service.app.state["reconciler"] = service.reconciler
+    response = await api.client.post(WORKLOADS, json=workload())
+    assert response.status_code == 202, response.text
+    uid = response.json()["uid"]
+
+    assert (await api.client.patch(f"{POOLS}/{POOL}", json={"quota": QUOTA})).status_code == 202
+    heard = await _until(doorbells, f"pool:{pool}")
+    assert f"workload:{uid}" not in heard
+
+    conn = await asyncpg.connect(database_url)
+    try:
+        owner = await conn.fetchval(
+            "SELECT owner FROM leases WHERE kind = 'workload' AND resource_id = $1", uid
+        )
+    finally:
+        await conn.close()
+    assert owner == service.reconciler.owner
