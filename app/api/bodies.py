@@ -17,18 +17,18 @@ from app.api.validation import check_content_type, check_size, decode_body
 if TYPE_CHECKING:
     from litestar import Request
 
-_BODY_TYPES: dict[int, type[msgspec.Struct] | None] = {}
-
 
 def _body_type(request: Request[Any, Any, Any]) -> type[msgspec.Struct] | None:
-    handler = request.route_handler
-    key = id(handler)
-    if key not in _BODY_TYPES:
-        data = handler.parsed_fn_signature.parameters.get("data")
-        annotation = data.annotation if data is not None else None
-        is_struct = isinstance(annotation, type) and issubclass(annotation, msgspec.Struct)
-        _BODY_TYPES[key] = annotation if is_struct else None
-    return _BODY_TYPES[key]
+    """The msgspec struct the handler takes as ``data``, if any.
+
+    Read from the handler's parsed signature on every call (a dict lookup): a cache keyed by
+    ``id(handler)`` would hand a collected app's body type to a new handler reusing that id.
+    """
+    data = request.route_handler.parsed_fn_signature.parameters.get("data")
+    annotation = data.annotation if data is not None else None
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return annotation
+    return None
 
 
 async def check_body(request: Request[Any, Any, Any]) -> None:
