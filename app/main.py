@@ -115,6 +115,7 @@ class Service:
                 admin_token=settings.admin_token,
                 readiness_checks=[c.readiness for c in self.components if c.readiness],
                 kube=self.kube,  # the reconciler's client serves the one live read (pod logs)
+                reconciler=self.reconciler,
             )
             self.app = create_app(deps)
             await self._start_http()

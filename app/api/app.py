@@ -12,7 +12,16 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 
-from app.api import bindings, events, pools, projects, tokens, workload_views, workloads
+from app.api import (
+    bindings,
+    creating,
+    events,
+    pools,
+    projects,
+    tokens,
+    workload_views,
+    workloads,
+)
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, provide_caller
@@ -25,6 +34,7 @@ if TYPE_CHECKING:
     from litestar.types import ASGIApp
 
     from app.kube.client import KubeClient
+    from app.reconcile.engine import Reconciler
     from app.store.db import Database
 
 API_PREFIX = "/api/v1"
@@ -38,6 +48,9 @@ class ApiDependencies:
     admin_token: str | None
     readiness_checks: list[ReadinessCheck] = field(default_factory=list)
     kube: KubeClient | None = None  # for the one live read (pod logs); None: no pods, 404
+    # This replica's engine: creates lease the new resource in their own transaction and queue
+    # it locally, instead of ringing the doorbell (DESIGN.md §5). None: creates ring.
+    reconciler: Reconciler | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -97,6 +110,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["admin_token"] = deps.admin_token
     app.state["readiness_checks"] = deps.readiness_checks
     app.state["kube"] = deps.kube
+    app.state[creating.STATE_KEY] = deps.reconciler
     app.state["stopping"] = False
     return app
 
