@@ -32,7 +32,7 @@ WORKDIR /app
 # Dependencies first, so a code-only change reuses this layer. `tool.uv.package = false`:
 # the project itself is not installed, its code is copied next to the venv.
 COPY pyproject.toml uv.lock ./
-RUN uv sync --frozen --no-dev --no-install-project
+RUN uv sync --frozen --no-dev --no-group sim --no-install-project
 COPY app/ ./app/
 COPY sql/ ./sql/
 RUN python -m compileall -q app

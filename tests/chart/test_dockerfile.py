@@ -65,7 +65,7 @@ def test_the_build_is_multi_stage_with_the_locked_dependencies_installed_in_a_bu
     builder = next(s for s in stages() if s.name == "builder")
 
     syncs = [r for r in builder.all("RUN") if r.startswith("uv sync")]
-    assert syncs == ["uv sync --frozen --no-dev --no-install-project"]
+    assert syncs == ["uv sync --frozen --no-dev --no-group sim --no-install-project"]
     assert any(c.startswith("pyproject.toml uv.lock") for c in builder.all("COPY"))
 
 
