@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from datetime import UTC, datetime
 
@@ -44,7 +45,5 @@ class Clock:
         while (remaining := deadline - self.now()) > 0:
             event = self._advanced
             timeout = remaining / self.time_scale if self.time_scale > 0 else None
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout)
-            except TimeoutError:
-                pass
