@@ -16,20 +16,52 @@ import msgspec
 NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
 
-ProjectName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=30,
-                                          description="DNS-1123 label, at most 30 characters",
-                                          examples=["research"])]
-PoolName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=30,
-                                       description="DNS-1123 label, at most 30 characters",
-                                       examples=["h100-pool"])]
-WorkloadName = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=40,
-                                           description="DNS-1123 label, at most 40 characters",
-                                           examples=["train-7b"])]
-AcceleratorClass = Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=63,
-                                               description="portable accelerator class",
-                                               examples=["h100-80g"])]
-Quantity = Annotated[str, msgspec.Meta(min_length=1, max_length=64,
-                                       description="Kubernetes quantity", examples=["32", "256Gi"])]
+ProjectName = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=NAME_PATTERN,
+        min_length=1,
+        max_length=30,
+        description="DNS-1123 label, at most 30 characters",
+        examples=["research"],
+    ),
+]
+PoolName = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=NAME_PATTERN,
+        min_length=1,
+        max_length=30,
+        description="DNS-1123 label, at most 30 characters",
+        examples=["h100-pool"],
+    ),
+]
+WorkloadName = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=NAME_PATTERN,
+        min_length=1,
+        max_length=40,
+        description="DNS-1123 label, at most 40 characters",
+        examples=["train-7b"],
+    ),
+]
+AcceleratorClass = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=NAME_PATTERN,
+        min_length=1,
+        max_length=63,
+        description="portable accelerator class",
+        examples=["h100-80g"],
+    ),
+]
+Quantity = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=64, description="Kubernetes quantity", examples=["32", "256Gi"]
+    ),
+]
 Priority = Literal["low", "normal", "high"]
 TokenRole = Literal["viewer", "editor", "admin"]
 
@@ -58,10 +90,12 @@ class Toleration(_Body):
 
 
 class BindingPut(_Body):
-    resource_name: Annotated[str, msgspec.Meta(min_length=1, max_length=253,
-                                               examples=["nvidia.com/gpu"])]
-    flavor: Annotated[str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=63,
-                                        examples=["h100-80g"])]
+    resource_name: Annotated[
+        str, msgspec.Meta(min_length=1, max_length=253, examples=["nvidia.com/gpu"])
+    ]
+    flavor: Annotated[
+        str, msgspec.Meta(pattern=NAME_PATTERN, min_length=1, max_length=63, examples=["h100-80g"])
+    ]
     node_labels: dict[str, str] = {}
     tolerations: list[Toleration] = []
     description: Annotated[str, msgspec.Meta(max_length=500)] | None = None
@@ -91,14 +125,21 @@ class WorkloadSpec(_Body):
 
     name: WorkloadName
     compute_pool: PoolName
-    image: Annotated[str, msgspec.Meta(pattern=r"^\S+$", min_length=1, max_length=512,
-                                       examples=["ghcr.io/acme/train:1.4"])]
-    command: Annotated[list[Annotated[str, msgspec.Meta(max_length=4096)]],
-                       msgspec.Meta(max_length=64)] = []
-    args: Annotated[list[Annotated[str, msgspec.Meta(max_length=4096)]],
-                    msgspec.Meta(max_length=64)] = []
-    env: Annotated[dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]],
-                   msgspec.Meta(max_length=64)] = {}
+    image: Annotated[
+        str,
+        msgspec.Meta(
+            pattern=r"^\S+$", min_length=1, max_length=512, examples=["ghcr.io/acme/train:1.4"]
+        ),
+    ]
+    command: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
+    ] = []
+    args: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
+    ] = []
+    env: Annotated[
+        dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]], msgspec.Meta(max_length=64)
+    ] = {}
     accelerators: Annotated[int, msgspec.Meta(ge=0, le=64, description="per replica")] = 0
     cpu: Quantity = "1"
     memory: Quantity = "1Gi"
