@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -50,6 +51,8 @@ def embedded_database_url(state_dir: Path = STATE_DIR) -> str:
     """Start (or reuse) the embedded PostgreSQL under ``<state_dir>/pg``; return its URL."""
     from pgserver.postgres_server import get_server
 
+    # pgserver logs every pg_ctl command line and its output at INFO; only problems matter here.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     state_dir.mkdir(parents=True, exist_ok=True)
     server = get_server(str((state_dir / "pg").resolve()), cleanup_mode="stop")
     url: str = server.get_uri()
