@@ -133,9 +133,12 @@ class Service:
 
         async def purge_loop() -> None:
             while not stop_event.is_set():
-                with contextlib.suppress(Exception):
+                try:
                     async with db.connection() as conn:
-                        await idempotency.purge_expired(conn)
+                        purged = await idempotency.purge_expired(conn)
+                    log.debug("purged %d idempotency keys older than 24 h", purged)
+                except Exception:  # the next round tries again; the API does not depend on it
+                    log.warning("purging idempotency keys failed", exc_info=True)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop_event.wait(), IDEMPOTENCY_PURGE_INTERVAL_SECONDS)
 
