@@ -242,3 +242,13 @@ async def test_request_latency_is_recorded_by_route_template(
         'aicp_http_request_duration_seconds_count{method="GET",'
         'route="/api/v1/projects/{project}",status="404"}'
     ) in text
+
+
+async def test_an_overlong_idempotency_key_is_422_naming_the_header(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    response = await shared_client.post(
+        "/api/v1/projects", json={"name": "keyed"}, headers={"Idempotency-Key": "k" * 256}
+    )
+    errors = field_errors(assert_problem(response, 422, "validation-error"))
+    assert "Idempotency-Key" in errors
