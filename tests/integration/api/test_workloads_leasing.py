@@ -47,8 +47,10 @@ async def _until(heard: asyncio.Queue[str], payload: str) -> list[str]:
 
 
 async def test_without_a_local_reconciler_a_new_workload_rings_the_doorbell(
-    api: Api, doorbells: asyncio.Queue[str]
+    api: Api, service: Service, doorbells: asyncio.Queue[str]
 ) -> None:
+    assert service.app is not None
+    service.app.state["reconciler"] = None  # an API served without an engine
     await project_with_pool(api)
     uid = (await api.client.post(WORKLOADS, json=workload())).json()["uid"]
     assert (await _until(doorbells, f"workload:{uid}"))[-1] == f"workload:{uid}"
@@ -57,18 +59,19 @@ async def test_without_a_local_reconciler_a_new_workload_rings_the_doorbell(
 async def test_the_accepting_replica_leases_a_new_workload_instead_of_ringing(
     api: Api, service: Service, database_url: str, doorbells: asyncio.Queue[str]
 ) -> None:
+    assert service.app is not None and service.reconciler is not None
+    assert service.app.state["reconciler"] is service.reconciler  # wired by the service
     await project_with_pool(api)
     pool = (await api.client.get(f"{POOLS}/{POOL}")).json()["uid"]
-    await _until(doorbells, f"pool:{pool}")  # the pool's own creation, rung before the switch
-    assert service.app is not None and service.reconciler is not None
-    service.app.state["reconciler"] = service.reconciler
     response = await api.client.post(WORKLOADS, json=workload())
     assert response.status_code == 202, response.text
     uid = response.json()["uid"]
 
+    # Updates always ring: the PATCH's doorbell arrives after anything the creates rang.
     assert (await api.client.patch(f"{POOLS}/{POOL}", json={"quota": QUOTA})).status_code == 202
     heard = await _until(doorbells, f"pool:{pool}")
     assert f"workload:{uid}" not in heard
+    assert heard.count(f"pool:{pool}") == 1  # the pool's create did not ring either
 
     conn = await asyncpg.connect(database_url)
     try:
