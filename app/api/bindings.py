@@ -3,11 +3,11 @@
 from typing import Annotated
 
 from litestar import Response, delete, get, put
-from litestar.params import JSONBody, PathParameter
+from litestar.params import PathParameter
 
 from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import READ, WRITE, problems, success
+from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
 from app.domain.resources import Binding, BindingList
 from app.domain.specs import NAME_PATTERN, BindingPut
@@ -25,6 +25,18 @@ ClassPath = Annotated[
 ]
 
 
+BINDING_BODY = json_body(
+    "H100 nodes",
+    {
+        "resource_name": "nvidia.com/gpu",
+        "flavor": "h100-80g",
+        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "description": "H100 80GB SXM nodes",
+    },
+)
+
+
 @put(
     "/accelerator-bindings/{accelerator_class:str}",
     opt=requires(PLATFORM_ADMIN),
@@ -35,7 +47,10 @@ ClassPath = Annotated[
     tags=["accelerator-bindings"],
 )
 async def put_binding(
-    accelerator_class: ClassPath, data: JSONBody[BindingPut], caller: CallerDep, db: DbDep
+    accelerator_class: ClassPath,
+    data: Annotated[BindingPut, BINDING_BODY],
+    caller: CallerDep,
+    db: DbDep,
 ) -> Response[Binding]:
     async with db.transaction() as conn:
         binding, created = await bindings.put_binding(
@@ -47,6 +62,7 @@ async def put_binding(
 @get(
     "/accelerator-bindings",
     summary="List accelerator bindings",
+    description="Any valid token may read them. Newest first; page with `cursor`.",
     responses=problems(*READ),
     tags=["accelerator-bindings"],
 )
@@ -61,6 +77,7 @@ async def list_bindings(db: DbDep, limit: Limit = 50, cursor: CursorParam = None
 @get(
     "/accelerator-bindings/{accelerator_class:str}",
     summary="Get an accelerator binding",
+    description="Any valid token may read it.",
     responses=problems(*READ),
     tags=["accelerator-bindings"],
 )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.openapi.spec import Example
+from litestar.params import BodyKwarg
 
 from app.domain.resources import Problem
 
@@ -41,3 +46,11 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
 def success(container: type, description: str) -> ResponseSpec:
     """A success response whose handler returns pre-encoded bytes (idempotent creates)."""
     return ResponseSpec(data_container=container, description=description, generate_examples=False)
+
+
+def json_body(summary: str, value: dict[str, Any]) -> BodyKwarg:
+    """A JSON request body marker that documents one example in OpenAPI."""
+    return BodyKwarg(
+        media_type=RequestEncodingType.JSON,
+        examples=[Example(summary=summary, value=value)],
+    )

@@ -1,13 +1,12 @@
 """``/api/v1/projects``: tenants. The platform admin creates and deletes; members read."""
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post
-from litestar.params import JSONBody
 
 from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, problems, success
+from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
 from app.api.idempotency import respond_once
 from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
 from app.api.preconditions import etag, expected_generation
@@ -17,6 +16,10 @@ from app.domain.specs import ProjectCreate
 from app.domain.validation import check_labels, check_name
 from app.store import projects
 from app.store.db import Connection
+
+PROJECT_BODY = json_body(
+    "A project", {"name": "research", "display_name": "Research", "labels": {"team": "nlp"}}
+)
 
 
 def project_location(name: str) -> str:
@@ -34,7 +37,10 @@ def project_location(name: str) -> str:
     tags=["projects"],
 )
 async def create_project(
-    request: Request[Any, Any, Any], data: JSONBody[ProjectCreate], caller: CallerDep, db: DbDep
+    request: Request[Any, Any, Any],
+    data: Annotated[ProjectCreate, PROJECT_BODY],
+    caller: CallerDep,
+    db: DbDep,
 ) -> Response[bytes]:
     violations = check_name("name", data.name) + check_labels("labels", data.labels)
     if violations:

@@ -1,15 +1,15 @@
 """``/api/v1/projects/{project}/tokens``: project API tokens (project admin or platform admin)."""
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath
 
 from app.api.auth import requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import READ, WRITE, problems, success
+from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.idempotency import respond_once
 from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
 from app.domain.errors import NotFound
@@ -18,6 +18,8 @@ from app.domain.specs import TokenCreate
 from app.domain.states import Role
 from app.store import tokens
 from app.store.db import Connection
+
+TOKEN_BODY = json_body("A CI token", {"name": "ci", "role": "editor", "expires_in_days": 90})
 
 
 def _without_secret(created: TokenCreated) -> TokenCreated:
@@ -35,7 +37,10 @@ def _without_secret(created: TokenCreated) -> TokenCreated:
     tags=["tokens"],
 )
 async def create_token(
-    request: Request[Any, Any, Any], data: JSONBody[TokenCreate], caller: CallerDep, db: DbDep
+    request: Request[Any, Any, Any],
+    data: Annotated[TokenCreate, TOKEN_BODY],
+    caller: CallerDep,
+    db: DbDep,
 ) -> Response[bytes]:
     project = caller.require_project()
 
