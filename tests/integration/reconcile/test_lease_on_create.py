@@ -37,7 +37,7 @@ async def test_a_resource_leased_in_its_creating_transaction_runs_here_without_a
 
 
 class RequestFailed(Exception):
-    pass
+    """A request that fails after taking the lease, rolling its transaction back."""
 
 
 async def test_a_lease_taken_in_a_rolled_back_transaction_leaves_nothing_behind(
