@@ -133,8 +133,29 @@ def decode_body(raw: bytes, struct_type: type[S]) -> S:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise MalformedJson(f"The request body is not valid JSON: {exc}.") from exc
+    # JSON can carry NUL (written as \u0000); PostgreSQL text cannot store it.
+    if b"\\u0000" in raw and (paths := _paths_with_nul(value, "")):
+        raise ValidationFailed([FieldError(path, NUL_MESSAGE) for path in paths])
     try:
         return msgspec.convert(value, struct_type)
     except msgspec.ValidationError as exc:
         errors = _all_errors(value, struct_type) or [field_error("", exc)]
         raise ValidationFailed(errors) from exc
+
+
+NUL_MESSAGE = "must not contain the NUL character (\\u0000)"
+
+
+def _paths_with_nul(value: object, path: str) -> list[str]:
+    """Dotted paths of every string (key or value) in ``value`` that contains NUL."""
+    if isinstance(value, str):
+        return [path or "body"] if "\x00" in value else []
+    if isinstance(value, dict):
+        found: list[str] = []
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            found += [child] if "\x00" in str(key) else _paths_with_nul(item, child)
+        return found
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _paths_with_nul(item, f"{path}.{i}")]
+    return []

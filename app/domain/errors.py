@@ -10,7 +10,8 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     AicpError                                   500 internal-error
     ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
     │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
-    │   └── IdempotencyKeyReused                422 idempotency-key-reused
+    │   ├── IdempotencyKeyReused                422 idempotency-key-reused
+    │   └── UnstorableText                      422 validation-error   (NUL in a value)
     ├── MalformedJson                           400 malformed-json
     ├── Unauthorized                            401 unauthorized
     ├── Forbidden                               403 forbidden          required_role
@@ -238,3 +239,13 @@ class ServiceUnavailable(AicpError):
 
 class StoreUnavailable(ServiceUnavailable):
     """The database is unreachable; retry shortly."""
+
+
+class UnstorableText(ValidationFailed):
+    """A path, query or body value contains the NUL character, which cannot be stored."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            [FieldError("request", "text must not contain the NUL character (\\u0000)")],
+            detail=(type(self).__doc__ or "").strip(),
+        )

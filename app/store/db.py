@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import asyncpg
 import msgspec
 
-from app.domain.errors import StoreUnavailable
+from app.domain.errors import StoreUnavailable, UnstorableText
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -46,6 +46,12 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
 # While connecting, a server error (database does not exist, auth failed, too many clients)
 # also means "unavailable": no statement of ours has run yet.
 _CONNECT_ERRORS: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.PostgresError)
+
+# Text PostgreSQL cannot store (NUL, invalid for the encoding): the caller's input, not a bug.
+_UNSTORABLE_TEXT_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.CharacterNotInRepertoireError,
+    asyncpg.UntranslatableCharacterError,
+)
 
 ACQUIRE_TIMEOUT_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -121,6 +127,8 @@ class Database:
                 yield conn
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable() from exc
+        except _UNSTORABLE_TEXT_ERRORS as exc:
+            raise UnstorableText() from exc
         finally:
             await self.pool.release(conn)
 
@@ -132,6 +140,8 @@ class Database:
             yield conn
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable() from exc
+        except _UNSTORABLE_TEXT_ERRORS as exc:
+            raise UnstorableText() from exc
         finally:
             await self.pool.release(conn)
 

@@ -252,3 +252,33 @@ async def test_an_overlong_idempotency_key_is_422_naming_the_header(
     )
     errors = field_errors(assert_problem(response, 422, "validation-error"))
     assert "Idempotency-Key" in errors
+
+
+async def test_a_nul_character_in_a_body_is_422_naming_each_field(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    response = await shared_client.post(
+        "/api/v1/projects",
+        content=b'{"name": "nul-body", "display_name": "a\\u0000b", "labels": {"k": "\\u0000"}}',
+        headers={"Content-Type": "application/json"},
+    )
+    body = assert_problem(response, 422, "validation-error")
+    assert set(field_errors(body)) == {"display_name", "labels.k"}
+    missing = await shared_client.get("/api/v1/projects/nul-body")
+    assert missing.status_code == 404  # nothing was stored
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/api/v1/projects/a%00b", id="project-path"),
+        pytest.param("/api/v1/projects/a%00b/workloads", id="nested-path"),
+        pytest.param("/api/v1/accelerator-bindings/a%00b", id="binding-path"),
+    ],
+)
+async def test_a_nul_character_in_a_path_is_a_client_error_not_a_500(
+    shared_client: httpx.AsyncClient, path: str
+) -> None:
+    response = await shared_client.get(path)
+    assert 400 <= response.status_code < 500, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
