@@ -139,9 +139,15 @@ class KubeClient:
     as an async context manager. Everything in `app.kube` takes a `KubeClient`.
     """
 
-    def __init__(self, api: client.ApiClient, writes: TokenBucket) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        writes: TokenBucket,
+        *,
+        owned_session: aiohttp.ClientSession | None = None,
+    ) -> None:
         self.api = api
-        self._env_session = _stop_reading_env_per_request(api)
+        self._owned_session = owned_session  # closed after `api` (see connect)
         self.core = client.CoreV1Api(api)
         self.batch = client.BatchV1Api(api)
         self.custom = client.CustomObjectsApi(api)
@@ -157,9 +163,11 @@ class KubeClient:
             # The session does not read the environment per request (see below): resolve the
             # proxy variables (and NO_PROXY) once, here.
             configuration.proxy = _env_proxy(str(configuration.host))
+        api = client.ApiClient(configuration)
         return cls(
-            client.ApiClient(configuration),
+            api,
             TokenBucket(settings.write_qps, settings.write_burst),
+            owned_session=_stop_reading_env_per_request(api),
         )
 
     @property
@@ -171,7 +179,8 @@ class KubeClient:
         """Close the HTTP session. Stop the informers first: a watch whose session is closed
         under it fails with aiohttp's "Session is closed" instead of ending cleanly."""
         await self.api.close()
-        await self._env_session.close()  # owns the connector both sessions share
+        if self._owned_session is not None:
+            await self._owned_session.close()  # owns the connector both sessions share
 
     async def __aenter__(self) -> KubeClient:
         return self
