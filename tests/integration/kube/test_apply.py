@@ -160,7 +160,6 @@ async def test_deleting_what_does_not_exist_reports_false_and_reading_logs_of_it
         await pod_logs(kube, "aicp-nothing-here", "no-pod")
 
 
-@pytest.mark.xfail(reason="kubesim's /log ignores tailLines (reported to the simulator's owners)")
 async def test_pod_logs_return_the_last_lines_the_container_printed(
     kube_with_controllers: KubeClient,
 ) -> None:
