@@ -1,7 +1,8 @@
 """Logging: one JSON object per line in production, a readable line in the console.
 
-Every record carries the process's ``instance_id`` and, while a request is being served, its
-``request_id`` (a context variable set by the HTTP layer, so it follows the request's task).
+Every record carries the process's ``instance_id``; while a request is being served, its
+``request_id`` (a context variable set by the HTTP layer, so it follows the request's task); and
+while a reconcile step runs, the ``resource`` key it works on (set by the worker).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Literal
 
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "aicp_request_id", default=None
+)
+# The resource a reconcile step is working on (`workload:<uuid>`), set by the worker running it.
+resource_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "aicp_resource", default=None
 )
 
 _STANDARD_ATTRS = frozenset(
@@ -31,11 +36,13 @@ class _ContextFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.instance_id = self.instance_id
         record.request_id = request_id_var.get()
+        record.resource = resource_var.get()
         return True
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "msg", "instance_id", "request_id", ...extra, "exc"}``."""
+    """``{"ts", "level", "logger", "msg", "instance_id", "request_id", "resource", ...extra,
+    "exc"}`` (keys whose value is None are left out)."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, object] = {

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from app.observability.logs import resource_var
 from app.reconcile.errors import LeaseLost, TerminalError
 from app.reconcile.queue import QueueClosed
 
@@ -131,6 +132,7 @@ class Workers:
             return
         started = time.perf_counter()
         outcome, error = "error", None
+        resource = resource_var.set(f"{key.kind}:{key.id}")  # on every log line of the step
         try:
             # A step stuck on a call that never answers would hold its key and its worker
             # forever; past the deadline it counts as a failure and is retried with backoff.
@@ -156,6 +158,7 @@ class Workers:
             outcome = "requeue" if result.requeue_after is not None else "done"
             await self._settle(key, result)
         finally:
+            resource_var.reset(resource)
             if self._observer is not None:
                 elapsed = time.perf_counter() - started
                 self._observer.step_finished(key.kind, outcome, elapsed, error)
