@@ -25,6 +25,7 @@ from app.api import (
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, provide_caller
+from app.api.docs import describe_components
 from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
 from app.api.observe import Observed
 from app.api.problems import problem_response
@@ -112,6 +113,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["kube"] = deps.kube
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state["stopping"] = False
+    describe_components(app)
     return app
 
 

@@ -1,15 +1,20 @@
-"""OpenAPI helpers: the problem responses each route documents."""
+"""OpenAPI helpers: the problem responses each route documents, and schema descriptions."""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Example
+from litestar.openapi.spec import Example, Schema
 from litestar.params import BodyKwarg
 
 from app.domain.resources import Problem
+
+if TYPE_CHECKING:
+    from litestar import Litestar
 
 _DESCRIPTIONS = {
     400: "malformed-json: the body is not JSON",
@@ -54,3 +59,30 @@ def json_body(summary: str, value: dict[str, Any]) -> BodyKwarg:
         media_type=RequestEncodingType.JSON,
         examples=[Example(summary=summary, value=value)],
     )
+
+
+def _struct_docs() -> dict[str, str]:
+    """Every msgspec struct's name → the first paragraph of its docstring."""
+    docs: dict[str, str] = {}
+    pending: list[type[msgspec.Struct]] = [msgspec.Struct]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        own = cls.__dict__.get("__doc__")  # not inherited: a base's docstring says nothing here
+        doc = inspect.cleandoc(own) if isinstance(own, str) else ""
+        if cls is not msgspec.Struct and doc:
+            docs.setdefault(cls.__name__, " ".join(doc.split("\n\n")[0].split()))
+    return docs
+
+
+def describe_components(app: Litestar) -> None:
+    """Give each OpenAPI component schema its struct's docstring (Litestar leaves them bare).
+
+    Builds the OpenAPI document now (it is cached and served as built), so call this once the
+    app has all its routes.
+    """
+    docs = _struct_docs()
+    schemas = app.openapi_schema.components.schemas or {}
+    for name, schema in schemas.items():
+        if isinstance(schema, Schema) and not schema.description and name in docs:
+            schema.description = docs[name]

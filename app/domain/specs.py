@@ -71,18 +71,24 @@ class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defau
 
 
 class ProjectCreate(_Body):
+    """A new project (tenant); its workloads will run in namespace `aicp-<name>`."""
+
     name: ProjectName
     display_name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     labels: dict[str, str] = {}
 
 
 class TokenCreate(_Body):
+    """A new project token with a role and an optional lifetime."""
+
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=63, pattern=NAME_PATTERN)]
     role: TokenRole
     expires_in_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] | None = None
 
 
 class Toleration(_Body):
+    """A Kubernetes toleration added to the pods of workloads using the binding."""
+
     key: Annotated[str, msgspec.Meta(max_length=253)] | None = None
     operator: Literal["Exists", "Equal"] | None = None
     value: Annotated[str, msgspec.Meta(max_length=63)] | None = None
@@ -90,6 +96,8 @@ class Toleration(_Body):
 
 
 class BindingPut(_Body):
+    """How an accelerator class maps onto the cluster: resource name, Kueue flavor, node labels."""
+
     resource_name: Annotated[
         str, msgspec.Meta(min_length=1, max_length=253, examples=["nvidia.com/gpu"])
     ]
@@ -102,18 +110,24 @@ class BindingPut(_Body):
 
 
 class Quota(_Body):
+    """A pool's quota: accelerators of its class, plus cpu and memory (Kubernetes quantities)."""
+
     accelerators: Annotated[int, msgspec.Meta(ge=0, le=100_000)]
     cpu: Quantity
     memory: Quantity
 
 
 class PoolCreate(_Body):
+    """A new compute pool: a quota of one accelerator class."""
+
     name: PoolName
     accelerator_class: AcceleratorClass
     quota: Quota
 
 
 class PoolPatch(_Body):
+    """A quota change for a pool (a new generation)."""
+
     quota: Quota
 
 

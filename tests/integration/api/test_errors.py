@@ -282,3 +282,14 @@ async def test_a_nul_character_in_a_path_is_a_client_error_not_a_500(
     response = await shared_client.get(path)
     assert 400 <= response.status_code < 500, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_every_openapi_schema_has_its_own_description(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    document = (await shared_client.get("/schema/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    undescribed = [name for name, schema in schemas.items() if not schema.get("description")]
+    assert undescribed == []
+    assert "DNS" not in schemas["WorkloadSpec"]["description"]  # its own words, not a base's
+    assert schemas["Quota"]["description"] != schemas["PoolCreate"]["description"]
