@@ -249,3 +249,11 @@ class UnstorableText(ValidationFailed):
             [FieldError("request", "text must not contain the NUL character (\\u0000)")],
             detail=(type(self).__doc__ or "").strip(),
         )
+
+
+def name_taken(noun: str, name: str, *, being_deleted: bool) -> Conflict:
+    """The 409 for a create whose name is already held: by a resource still being deleted
+    (`being-deleted`), or by a live one (`already-exists`)."""
+    if being_deleted:
+        return BeingDeleted(f"{noun} {name!r} is being deleted; create it again once it is gone.")
+    return AlreadyExists(f"{noun} {name!r} already exists.")

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import asyncpg
 
 from app.domain.errors import (
-    AlreadyExists,
     BeingDeleted,
     FieldError,
     GenerationMismatch,
     InUse,
     NotFound,
     ValidationFailed,
+    name_taken,
 )
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
 from app.domain.validation import is_name
@@ -113,11 +113,8 @@ async def create(
         ) from exc
     if row is None:
         holder = await conn.fetchrow(QUERIES["pool_by_name"], project.id, body.name)
-        if holder is not None and holder["deletion_requested_at"] is not None:
-            raise BeingDeleted(
-                f"Compute pool {body.name!r} is being deleted; create it again once it is gone."
-            )
-        raise AlreadyExists(f"Compute pool {body.name!r} already exists.")
+        deleting = holder is not None and holder["deletion_requested_at"] is not None
+        raise name_taken("Compute pool", body.name, being_deleted=deleting)
     await record_event(
         conn,
         project_id=project.id,

@@ -5,7 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from app.domain.errors import AlreadyExists, BeingDeleted, GenerationMismatch, InUse, NotFound
+from app.domain.errors import (
+    BeingDeleted,
+    GenerationMismatch,
+    InUse,
+    NotFound,
+    name_taken,
+)
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
@@ -60,11 +66,8 @@ async def create_project(
     )
     if row is None:
         holder = await conn.fetchrow(QUERIES["project_by_name"], name)
-        if holder is not None and holder["deletion_requested_at"] is not None:
-            raise BeingDeleted(
-                f"Project {name!r} is being deleted; create it again once its deletion finishes."
-            )
-        raise AlreadyExists(f"Project {name!r} already exists.")
+        deleting = holder is not None and holder["deletion_requested_at"] is not None
+        raise name_taken("Project", name, being_deleted=deleting)
     await record_event(
         conn,
         project_id=project_id,

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from app.domain.errors import (
-    AlreadyExists,
     BeingDeleted,
     ExceedsPoolCapacity,
     FieldError,
     GenerationMismatch,
     NotFound,
+    name_taken,
 )
 from app.domain.specs import Quota
 from app.domain.validation import check_fits_pool, is_name
@@ -106,11 +106,8 @@ async def create(
     )
     if row is None:
         holder = await conn.fetchrow(QUERIES["workload_by_name"], project.id, spec.name)
-        if holder is not None and holder["deletion_requested_at"] is not None:
-            raise BeingDeleted(
-                f"Workload {spec.name!r} is being deleted; create it again once it is gone."
-            )
-        raise AlreadyExists(f"Workload {spec.name!r} already exists.")
+        deleting = holder is not None and holder["deletion_requested_at"] is not None
+        raise name_taken("Workload", spec.name, being_deleted=deleting)
     await record_event(
         conn,
         project_id=project.id,
