@@ -24,12 +24,12 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import NotFound
+from app.domain.kube_objects import Manifest
+from app.domain.labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.render import render_job
-from app.domain.render_labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
-from app.domain.rendering_inputs import JobIdentity
+from app.domain.render.inputs import JobIdentity
 from app.domain.specs import WorkloadSpec
 from app.kube.apply import pod_logs
-from app.kube.cache import Obj
 from app.kube.client import KubeClient
 from app.kube.errors import NotFound as KubeNotFound
 from app.kube.resources import request_json
@@ -76,7 +76,7 @@ async def get_manifest(caller: CallerDep, db: DbDep, name: str = NamePath) -> di
     return render_job(_identity(row), spec, row.accelerator_resource)
 
 
-async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Obj]:
+async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Manifest]:
     identity = _identity(row)
     selector = f"{UID_LABEL}={row.id},{GENERATION_LABEL}={row.generation}"
     listed = await request_json(
@@ -84,7 +84,7 @@ async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Obj]:
             identity.namespace, label_selector=selector, _preload_content=False
         )
     )
-    items: list[Obj] = listed.get("items") or []
+    items: list[Manifest] = listed.get("items") or []
     return sorted(items, key=lambda pod: str(pod["metadata"]["name"]))
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
+from app.domain.labels import NAME_PREFIX
+
 #: Kubernetes limits object names that are DNS-1123 labels to this many characters.
 DNS_LABEL_MAX = 63
 _HASH_CHARS = 8
@@ -31,12 +33,12 @@ def shorten(name: str, limit: int = DNS_LABEL_MAX) -> str:
 
 def namespace_for(project: str) -> str:
     """The namespace holding a project's workloads: `aicp-<project>`."""
-    return shorten(f"aicp-{project}")
+    return shorten(f"{NAME_PREFIX}{project}")
 
 
 def cluster_queue_name(project: str, pool: str) -> str:
     """The Kueue ClusterQueue of a compute pool: `aicp-<project>-<pool>`, shortened past 63."""
-    return shorten(f"aicp-{project}-{pool}")
+    return shorten(f"{NAME_PREFIX}{project}-{pool}")
 
 
 def local_queue_name(pool: str) -> str:

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from app.kube.errors import Conflict, Invalid, KubeError, NotFound
 from app.kube.metrics import KUBE_WRITES
-from app.kube.resources import JOBS, Obj, Resource, request, request_json, resource_of
+from app.kube.resources import JOBS, Resource, request, request_json, resource_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from app.domain.kube_objects import Manifest
     from app.kube.client import KubeClient
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -33,7 +34,9 @@ T = TypeVar("T")
 Propagation = Literal["Background", "Foreground", "Orphan"]
 
 
-async def apply(kube: KubeClient, manifest: Obj, *, field_manager: str = FIELD_MANAGER) -> Obj:
+async def apply(
+    kube: KubeClient, manifest: Manifest, *, field_manager: str = FIELD_MANAGER
+) -> Manifest:
     """Server-side apply `manifest` (creating it if missing); return the object as stored.
 
     The manifest needs `apiVersion`, `kind`, `metadata.name` and, for namespaced kinds,
@@ -43,7 +46,7 @@ async def apply(kube: KubeClient, manifest: Obj, *, field_manager: str = FIELD_M
     One manager owns one body: applying a smaller body under the same `field_manager` removes
     what it no longer declares. A second, partial body (a Job's metadata after Kueue took its
     spec over) therefore goes under its own manager (`aicp-metadata`, see
-    `app.domain.render_labels`).
+    `app.domain.labels`).
     """
     resource = resource_of(manifest)
     namespace, name = _address(resource, manifest)
@@ -57,7 +60,9 @@ async def apply(kube: KubeClient, manifest: Obj, *, field_manager: str = FIELD_M
     return await _write(kube, "apply", resource, request_json(call))
 
 
-async def get(kube: KubeClient, resource: Resource, namespace: str | None, name: str) -> Obj | None:
+async def get(
+    kube: KubeClient, resource: Resource, namespace: str | None, name: str
+) -> Manifest | None:
     """Read one object from the API server (not a cache); None if it does not exist."""
     try:
         return await request_json(
@@ -108,7 +113,7 @@ async def remove_finalizer(
     name: str,
     finalizer: str,
     *,
-    current: Obj | None = None,
+    current: Manifest | None = None,
     attempts: int = 3,
 ) -> bool:
     """Remove one finalizer, leaving the others; True if this call removed it.
@@ -159,7 +164,7 @@ async def pod_logs(
     return body.decode(errors="replace")
 
 
-def _address(resource: Resource, manifest: Obj) -> tuple[str | None, str]:
+def _address(resource: Resource, manifest: Manifest) -> tuple[str | None, str]:
     meta = manifest.get("metadata") or {}
     name = meta.get("name")
     if not name:

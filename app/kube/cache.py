@@ -7,39 +7,20 @@ dicts the API server sent; they are shared, not copied — treat them as read-on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from app.domain.kube_objects import Key, Manifest, key_of, labels_of
+from app.domain.labels import UID_LABEL
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-Obj = dict[str, Any]
-Key = tuple[str, str]
-"""(namespace, name); the namespace is "" for cluster-scoped objects."""
-
-UID_LABEL = "aicp.dev/uid"
-
-
-def key_of(obj: Obj) -> Key:
-    """The cache key of an object."""
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def labels_of(obj: Obj) -> dict[str, str]:
-    labels = (obj.get("metadata") or {}).get("labels")
-    return labels if isinstance(labels, dict) else {}
-
-
-def resource_version_of(obj: Obj) -> str | None:
-    rv = (obj.get("metadata") or {}).get("resourceVersion")
-    return str(rv) if rv else None
 
 
 class ObjectCache:
     """Objects of one kind by key, indexed by each registered label key (always `aicp.dev/uid`)."""
 
     def __init__(self) -> None:
-        self._objects: dict[Key, Obj] = {}
+        self._objects: dict[Key, Manifest] = {}
         self._indexes: dict[str, dict[str, set[Key]]] = {}
         self.index_by_label(UID_LABEL)
 
@@ -54,10 +35,10 @@ class ObjectCache:
                 index.setdefault(value, set()).add(key)
         self._indexes[label] = index
 
-    def get(self, namespace: str | None, name: str) -> Obj | None:
+    def get(self, namespace: str | None, name: str) -> Manifest | None:
         return self._objects.get((namespace or "", name))
 
-    def by_label(self, label: str, value: str) -> list[Obj]:
+    def by_label(self, label: str, value: str) -> list[Manifest]:
         """Objects whose `label` equals `value`, ordered by key; `label` must be indexed."""
         try:
             keys = self._indexes[label].get(value, ())
@@ -68,7 +49,7 @@ class ObjectCache:
     def all_keys(self) -> list[Key]:
         return list(self._objects)
 
-    def __iter__(self) -> Iterator[Obj]:
+    def __iter__(self) -> Iterator[Manifest]:
         return iter(list(self._objects.values()))
 
     def __len__(self) -> int:
@@ -77,7 +58,7 @@ class ObjectCache:
     def __contains__(self, key: object) -> bool:
         return key in self._objects
 
-    def put(self, obj: Obj) -> Obj | None:
+    def put(self, obj: Manifest) -> Manifest | None:
         """Store `obj` (replacing the same key); return what it replaced."""
         key = key_of(obj)
         old = self._objects.get(key)
@@ -90,14 +71,14 @@ class ObjectCache:
                 index.setdefault(value, set()).add(key)
         return old
 
-    def pop(self, key: Key) -> Obj | None:
+    def pop(self, key: Key) -> Manifest | None:
         """Remove and return the object at `key`, if any."""
         old = self._objects.pop(key, None)
         if old is not None:
             self._unindex(key, old)
         return old
 
-    def _unindex(self, key: Key, obj: Obj) -> None:
+    def _unindex(self, key: Key, obj: Manifest) -> None:
         for label, index in self._indexes.items():
             value = labels_of(obj).get(label)
             if value is None:

@@ -20,24 +20,25 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from app.domain.kube_objects import namespace_of
+from app.domain.labels import (
+    JOB_CONTROLLER_UID_LABEL,
+    JOB_NAME_LABEL,
+    KUEUE_JOB_UID_LABEL,
+    MANAGED_BY_SELECTOR,
+    NAME_PREFIX,
+)
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
 from app.kube.watching import Accept, Backoff, Handler, Informer
 
 if TYPE_CHECKING:
-    from app.kube.cache import Obj
+    from app.domain.kube_objects import Manifest
     from app.kube.client import KubeClient
 
-MANAGED_BY = "app.kubernetes.io/managed-by=aicp"
-MANAGED_NAMESPACE_PREFIX = "aicp-"
-KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-JOB_CONTROLLER_UID_LABEL = "batch.kubernetes.io/controller-uid"
 
-
-def in_managed_namespace(obj: Obj) -> bool:
+def in_managed_namespace(obj: Manifest) -> bool:
     """True for objects in a project namespace (`aicp-<project>`)."""
-    namespace = (obj.get("metadata") or {}).get("namespace") or ""
-    return str(namespace).startswith(MANAGED_NAMESPACE_PREFIX)
+    return namespace_of(obj).startswith(NAME_PREFIX)
 
 
 class Informers:
@@ -63,11 +64,11 @@ class Informers:
                 backoff=Backoff(cap=backoff_cap),
             )
 
-        self.jobs = informer(JOBS, MANAGED_BY)
+        self.jobs = informer(JOBS, MANAGED_BY_SELECTOR)
         self.workloads = informer(WORKLOADS, accept=in_managed_namespace)
-        self.pods = informer(PODS, MANAGED_BY)
+        self.pods = informer(PODS, MANAGED_BY_SELECTOR)
         self.nodes = informer(NODES)
-        self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY)
+        self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
         self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)

@@ -18,9 +18,9 @@ from app.kube.errors import from_status, translated
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from app.domain.kube_objects import Manifest
     from app.kube.client import KubeClient
 
-Obj = dict[str, Any]
 Verb = Literal["list", "read", "patch", "delete", "create"]
 
 
@@ -119,7 +119,7 @@ KNOWN: dict[tuple[str, str], Resource] = {
 }
 
 
-def resource_of(manifest: Obj) -> Resource:
+def resource_of(manifest: Manifest) -> Resource:
     """The resource a manifest belongs to, from its `apiVersion` and `kind`; ValueError if aicp
     does not manage that kind."""
     key = (str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))
@@ -143,7 +143,7 @@ async def request(call: Awaitable[Any]) -> bytes:
     return body
 
 
-async def request_json(call: Awaitable[Any]) -> Obj:
+async def request_json(call: Awaitable[Any]) -> Manifest:
     """`request()` and decode the JSON object it returned."""
     decoded = json.loads(await request(call))
     if not isinstance(decoded, dict):

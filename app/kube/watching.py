@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 
-from app.kube.cache import Key, Obj, ObjectCache, key_of, resource_version_of
+from app.domain.kube_objects import Key, Manifest, key_of, resource_version_of
+from app.kube.cache import ObjectCache
 from app.kube.errors import Gone, KubeError, TooManyRequests, Unavailable, from_status, translated
 from app.kube.metrics import INFORMER_SYNCED, WATCH_EVENTS, WATCH_RESTARTS
 from app.kube.resources import Resource, request_json
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Handler = Callable[[EventType, Obj], None]
-Accept = Callable[[Obj], bool]
+Handler = Callable[[EventType, Manifest], None]
+Accept = Callable[[Manifest], bool]
 
 
 class WatchError(KubeError):
@@ -108,13 +109,13 @@ class Informer:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def get(self, namespace: str | None, name: str) -> Obj | None:
+    def get(self, namespace: str | None, name: str) -> Manifest | None:
         return self.cache.get(namespace, name)
 
-    def by_label(self, label: str, value: str) -> list[Obj]:
+    def by_label(self, label: str, value: str) -> list[Manifest]:
         return self.cache.by_label(label, value)
 
-    def list(self) -> list[Obj]:
+    def list(self) -> list[Manifest]:
         return list(self.cache)
 
     def index_by_label(self, label: str) -> None:
@@ -183,7 +184,7 @@ class Informer:
 
     async def _relist(self) -> None:
         """LIST every page, then make the cache equal to it, telling handlers the differences."""
-        listed: dict[Key, Obj] = {}
+        listed: dict[Key, Manifest] = {}
         token: str | None = None
         version = ""
         while True:
@@ -292,7 +293,7 @@ class Informer:
         if version:
             self.resource_version = version
 
-    def _apply(self, kind: EventType, obj: Obj) -> None:
+    def _apply(self, kind: EventType, obj: Manifest) -> None:
         accepted = self.accept is None or self.accept(obj)
         if kind == "DELETED" or not accepted:
             # An object that stops passing `accept` leaves the cache like a deletion, as one
@@ -304,7 +305,7 @@ class Informer:
         old = self.cache.put(obj)
         self._notify("ADDED" if old is None else "MODIFIED", obj)
 
-    def _notify(self, kind: EventType, obj: Obj) -> None:
+    def _notify(self, kind: EventType, obj: Manifest) -> None:
         WATCH_EVENTS.labels(self.kind, kind).inc()
         for handler in self._handlers:
             try:

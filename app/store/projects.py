@@ -12,6 +12,7 @@ from app.domain.errors import (
     NotFound,
     name_taken,
 )
+from app.domain.naming import namespace_for
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
@@ -25,17 +26,13 @@ if TYPE_CHECKING:
 NIL_UUID = uuid.UUID(int=0)
 
 
-def namespace_of(name: str) -> str:
-    return f"aicp-{name}"
-
-
 def project_from_row(row: asyncpg.Record) -> Project:
     return Project(
         name=row["name"],
         uid=str(row["id"]),
         display_name=row["display_name"],
         labels=row["labels"],
-        namespace=namespace_of(row["name"]),
+        namespace=namespace_for(row["name"]),
         generation=row["generation"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
@@ -59,7 +56,7 @@ async def create_project(
 ) -> Project:
     """Insert a PENDING project, its Accepted event and doorbell; 409 when the name is taken."""
     project_id = uuid.uuid4()
-    reason = f"Accepted; waiting for namespace {namespace_of(name)} to be created."
+    reason = f"Accepted; waiting for namespace {namespace_for(name)} to be created."
     spec = {"display_name": display_name, "labels": labels}
     row = await conn.fetchrow(
         QUERIES["insert_project"], project_id, name, display_name, labels, spec, reason, actor
@@ -148,7 +145,7 @@ async def request_project_deletion(
             references,
             f"Project {name!r} still has {', '.join(references)}; delete them first.",
         )
-    reason = f"Deletion requested; waiting for namespace {namespace_of(name)} to be removed."
+    reason = f"Deletion requested; waiting for namespace {namespace_for(name)} to be removed."
     row = await conn.fetchrow(QUERIES["request_project_deletion"], project_id, reason)
     if row is None:
         return await get_project(conn, name)

@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from app.domain.classify import Classification, classify
-from app.domain.classify_evidence import ClassifyContext, PoolSnapshot, context_for
+from app.domain.classify.evidence import ClassifyContext, PoolSnapshot, context_for
 from app.domain.quantity import parse_quantity
 from app.domain.render import JobIdentity, render_job
 from app.domain.specs import WorkloadSpec

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from app.domain.classify_evidence import Evidence, merge_evidence
+from app.domain.classify.evidence import Evidence, merge_evidence
 from app.domain.workload_resources import AcceleratorFacts, Admission, JobRef, ObservedFacts
 from tests.support.kube_builders import make_job, make_node
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.classify_pool import PoolUsage, classify_pool, pool_snapshot
+from app.domain.classify.pool import PoolUsage, classify_pool, pool_snapshot
 from app.domain.render import PoolIdentity, render_cluster_queue
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState

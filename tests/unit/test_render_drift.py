@@ -12,7 +12,7 @@ from app.domain.render import (
     render_job,
     render_job_metadata_only,
 )
-from app.domain.render_drift import declared_drift
+from app.domain.render.drift import declared_drift
 from app.domain.specs import BindingPut, Quota, WorkloadSpec
 
 SPEC = WorkloadSpec(name="train", compute_pool="h100-pool", image="busybox", accelerators=8)

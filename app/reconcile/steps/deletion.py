@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from app.domain.classify_kube import field, is_terminating, name_of
-from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
+from app.domain.kube_objects import field, is_terminating, name_of
+from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.kube.apply import delete_job, get, remove_finalizer
 from app.kube.resources import JOBS
 from app.reconcile.fencing import delete_lease, fenced_transaction
@@ -32,8 +32,8 @@ from app.reconcile.workers import Result
 from app.store import reconciling
 
 if TYPE_CHECKING:
+    from app.domain.kube_objects import Manifest
     from app.domain.specs import WorkloadSpec
-    from app.kube.cache import Obj
     from app.reconcile.fencing import Fence
     from app.reconcile.steps.context import StepContext
     from app.store.reconciling import WorkloadRow
@@ -44,7 +44,7 @@ log = logging.getLogger("aicp.reconcile")
 RECHECK_SECONDS = 2.0
 
 
-def jobs_of(ctx: StepContext, row: WorkloadRow) -> dict[str, Obj]:
+def jobs_of(ctx: StepContext, row: WorkloadRow) -> dict[str, Manifest]:
     """Every Job of the workload in the cache, by name: any generation, plus the current
     generation's and the recorded one's by name (a Job whose uid label was removed by hand)."""
     namespace = identity_of(row).namespace
@@ -65,7 +65,7 @@ def _known_names(row: WorkloadRow) -> list[str]:
 
 
 async def remove_jobs(
-    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, jobs: list[Obj]
+    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, jobs: list[Manifest]
 ) -> None:
     """Delete each Job; for each already terminating, record its evidence and let it go."""
     for job in jobs:
@@ -80,7 +80,7 @@ async def remove_jobs(
 
 
 async def _record_leaving(
-    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj
+    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Manifest
 ) -> None:
     """Record the facts of a Job that is going away: in the row when the row's evidence
     describes that Job's generation, and as an `EvidenceRecorded` event in any case."""

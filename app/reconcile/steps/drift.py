@@ -15,9 +15,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from app.domain.classify_kube import field, name_of
+from app.domain.kube_objects import field, name_of
+from app.domain.labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
 from app.domain.render import declared_drift, render_job_metadata_only
-from app.domain.render_labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
 from app.kube.apply import apply, remove_finalizer
 from app.kube.resources import JOBS
 from app.observability.metrics import DRIFT_CORRECTIONS
@@ -33,9 +33,9 @@ from app.reconcile.steps.evidence import (
 from app.reconcile.workers import Result
 
 if TYPE_CHECKING:
-    from app.domain.rendering_inputs import JobIdentity
+    from app.domain.kube_objects import Manifest
+    from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
-    from app.kube.cache import Obj
     from app.reconcile.fencing import Fence
     from app.reconcile.steps.context import StepContext
     from app.store.reconciling import WorkloadRow
@@ -47,7 +47,7 @@ def subject_of(row: WorkloadRow) -> Subject:
     return Subject(kind="workload", id=row.id, project_id=row.project_id, name=row.name)
 
 
-def has_evidence_finalizer(job: Obj) -> bool:
+def has_evidence_finalizer(job: Manifest) -> bool:
     return EVIDENCE_FINALIZER in (field(job, "metadata", "finalizers") or ())
 
 
@@ -57,7 +57,7 @@ async def restore_job_metadata(
     row: WorkloadRow,
     spec: WorkloadSpec,
     identity: JobIdentity,
-    job: Obj,
+    job: Manifest,
 ) -> bool:
     """Re-apply the Job's labels and finalizer if someone changed them; True if it did."""
     desired = render_job_metadata_only(identity, spec)
@@ -79,7 +79,7 @@ async def restore_job_metadata(
 
 
 async def job_deleted(
-    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj
+    ctx: StepContext, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Manifest
 ) -> Result:
     """The current generation's Job is being deleted by someone else: record its evidence,
     then let it go. The next step, finding no Job, recreates it (`recreated_event`)."""

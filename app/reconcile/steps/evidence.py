@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from app.domain.classify import Classification, classify
-from app.domain.classify_evidence import Evidence, context_for, merge_evidence
-from app.domain.classify_kube import (
+from app.domain.classify.evidence import Evidence, context_for, merge_evidence
+from app.domain.classify.pool import pool_snapshot
+from app.domain.kube_objects import (
     condition,
     field,
     is_terminating,
@@ -25,15 +26,14 @@ from app.domain.classify_kube import (
     phase,
     pods_of_job,
 )
-from app.domain.classify_pool import pool_snapshot
+from app.domain.labels import GENERATION_LABEL, JOB_NAME_LABEL, KUEUE_JOB_UID_LABEL
 from app.domain.naming import cluster_queue_name
-from app.domain.rendering_inputs import JobIdentity
+from app.domain.render.inputs import JobIdentity
 from app.domain.specs import WorkloadSpec
 from app.domain.states import WorkloadState
-from app.kube.informers import JOB_NAME_LABEL, KUEUE_JOB_UID_LABEL
 
 if TYPE_CHECKING:
-    from app.kube.cache import Obj
+    from app.domain.kube_objects import Manifest
     from app.reconcile.steps.context import StepContext
     from app.store.reconciling import WorkloadRow
 
@@ -65,24 +65,24 @@ def identity_of(row: WorkloadRow, generation: int | None = None) -> JobIdentity:
     )
 
 
-def job_generation(job: Obj) -> int | None:
+def job_generation(job: Manifest) -> int | None:
     """The generation a Job was created for, from its `aicp.dev/generation` label."""
-    value = field(job, "metadata", "labels", "aicp.dev/generation")
+    value = field(job, "metadata", "labels", GENERATION_LABEL)
     return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
-def job_finished(job: Obj) -> bool:
+def job_finished(job: Manifest) -> bool:
     return is_true(job, "Complete") or is_true(job, "Failed")
 
 
 def observe(
-    ctx: StepContext, row: WorkloadRow, spec: WorkloadSpec, job: Obj | None
+    ctx: StepContext, row: WorkloadRow, spec: WorkloadSpec, job: Manifest | None
 ) -> Classification:
     """Classify `job` from what the informers hold now: its pods, its Kueue Workload, the
     nodes, and the pool's ClusterQueue (for the numbers in a waiting-for-quota reason)."""
     informers = ctx.informers
-    pods: list[Obj] = []
-    kueue_workload: Obj | None = None
+    pods: list[Manifest] = []
+    kueue_workload: Manifest | None = None
     if job is not None:
         pods = informers.pods.by_label(JOB_NAME_LABEL, name_of(job))
         uid = field(job, "metadata", "uid")
@@ -95,7 +95,7 @@ def observe(
     return classify(job, kueue_workload, pods, informers.nodes.list(), context=context)
 
 
-def evidence_settled(ctx: StepContext, job: Obj) -> bool:
+def evidence_settled(ctx: StepContext, job: Manifest) -> bool:
     """Whether the caches hold the final facts of a finished Job.
 
     The informers of different kinds are not consistent with each other: the Job's `Complete`

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from app.domain.classify_pool import classify_pool
+from app.domain.classify.pool import classify_pool
 from app.domain.render import (
     PoolIdentity,
     declared_drift,
@@ -49,7 +49,7 @@ from app.store import reconciling
 if TYPE_CHECKING:
     import uuid
 
-    from app.kube.cache import Obj
+    from app.domain.kube_objects import Manifest
     from app.reconcile.fencing import Fence
     from app.reconcile.steps.context import StepContext
     from app.store.reconciling import PoolRow
@@ -132,7 +132,7 @@ class PoolStep:
         await self._record(fence, row, identity, binding, queue, events)
         return Result.requeue(UNWATCHED_CHECK_SECONDS)
 
-    def _unwatched_due(self, row: PoolRow, queue: Obj | None, binding: BindingPut) -> bool:
+    def _unwatched_due(self, row: PoolRow, queue: Manifest | None, binding: BindingPut) -> bool:
         """Whether to read the flavor and LocalQueue back now: every `UNWATCHED_CHECK_SECONDS`,
         and at once while the queue says the pool cannot admit (a flavor may be missing)."""
         now = time.monotonic()
@@ -157,8 +157,8 @@ class PoolStep:
         return found
 
     async def _apply(
-        self, row: PoolRow, identity: PoolIdentity, binding: BindingPut, desired: Obj
-    ) -> Obj:
+        self, row: PoolRow, identity: PoolIdentity, binding: BindingPut, desired: Manifest
+    ) -> Manifest:
         ctx = self.ctx
         async with ctx.db.transaction() as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
@@ -174,7 +174,7 @@ class PoolStep:
         row: PoolRow,
         identity: PoolIdentity,
         binding: BindingPut,
-        queue: Obj | None,
+        queue: Manifest | None,
         events: list[Event],
     ) -> None:
         state, reason, usage = classify_pool(queue, resource_name=binding.resource_name)

@@ -24,12 +24,13 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
+from app.domain.kube_objects import key_of, label_of, name_of, namespace_of
+from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.naming import cluster_queue_name
-from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.store import reconciling
 
 if TYPE_CHECKING:
-    from app.kube.cache import Key, Obj
+    from app.domain.kube_objects import Key, Manifest
     from app.kube.informers import Informers
     from app.kube.watching import EventType
     from app.reconcile.engine import Reconciler
@@ -43,17 +44,6 @@ def _uuid(value: object) -> uuid.UUID | None:
         return uuid.UUID(str(value))
     except ValueError:
         return None
-
-
-def _key(obj: Obj) -> Key:
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def _label(obj: Obj, label: str) -> str | None:
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    value = labels.get(label)
-    return str(value) if value is not None else None
 
 
 class PoolRoutes:
@@ -99,28 +89,28 @@ class EventRouter:
         # still reaches its workload (which then restores the label).
         self._job_owner: dict[Key, uuid.UUID] = {}
 
-    def __call__(self, event_type: EventType, obj: Obj) -> None:
+    def __call__(self, event_type: EventType, obj: Manifest) -> None:
         kind = obj.get("kind")
         if kind == "Job":
             self._job(event_type, obj)
         elif kind == "Pod":
-            self._workload(_uuid(_label(obj, UID_LABEL)))
+            self._workload(_uuid(label_of(obj, UID_LABEL)))
         elif kind == "Workload":
             self._kueue_workload(obj)
         elif kind == "ClusterQueue":
-            name = str((obj.get("metadata") or {}).get("name") or "")
+            name = name_of(obj)
             pool_id = self._routes.pool_of(name)
             if pool_id is not None:
                 self._engine.wake("pool", pool_id)
 
-    def workload_of_job(self, obj: Obj) -> uuid.UUID | None:
+    def workload_of_job(self, obj: Manifest) -> uuid.UUID | None:
         """The workload a Job belongs to: its uid label, else the uid last seen on it."""
-        found = _uuid(_label(obj, UID_LABEL))
-        return found if found is not None else self._job_owner.get(_key(obj))
+        found = _uuid(label_of(obj, UID_LABEL))
+        return found if found is not None else self._job_owner.get(key_of(obj))
 
-    def _job(self, event_type: EventType, obj: Obj) -> None:
+    def _job(self, event_type: EventType, obj: Manifest) -> None:
         workload_id = self.workload_of_job(obj)
-        key = _key(obj)
+        key = key_of(obj)
         if event_type == "DELETED":
             self._job_owner.pop(key, None)
         elif workload_id is not None:
@@ -138,8 +128,8 @@ class EventRouter:
             return
         self._workload(workload_id)
 
-    def _kueue_workload(self, obj: Obj) -> None:
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    def _kueue_workload(self, obj: Manifest) -> None:
+        namespace = namespace_of(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
             if owner.get("kind") != "Job":
                 continue

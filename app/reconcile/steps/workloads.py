@@ -27,9 +27,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from app.domain.classify_kube import field, is_terminating, name_of
+from app.domain.kube_objects import field, is_terminating, name_of
+from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.render import render_job
-from app.domain.render_labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.states import WorkloadState
 from app.kube.apply import apply, get, remove_finalizer
 from app.kube.errors import Invalid
@@ -55,9 +55,9 @@ from app.store import reconciling
 if TYPE_CHECKING:
     import uuid
 
-    from app.domain.rendering_inputs import JobIdentity
+    from app.domain.kube_objects import Manifest
+    from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
-    from app.kube.cache import Obj
     from app.reconcile.fencing import Fence
     from app.reconcile.steps.context import StepContext
     from app.store.reconciling import WorkloadRow
@@ -92,7 +92,7 @@ class WorkloadStep:
         # Workload id → when its Job was first seen finished with facts still missing.
         self._finishing: dict[uuid.UUID, float] = {}
 
-    def _final_facts_in(self, row: WorkloadRow, job: Obj) -> bool:
+    def _final_facts_in(self, row: WorkloadRow, job: Manifest) -> bool:
         """True once the caches hold a finished Job's final facts, or after waiting
         `SETTLE_LIMIT_SECONDS` for them (a pod stuck in a state that never ends must not keep
         the workload from finishing)."""
@@ -200,7 +200,7 @@ class WorkloadStep:
         return Result.release()
 
     async def _observe(
-        self, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Obj
+        self, fence: Fence, row: WorkloadRow, spec: WorkloadSpec, job: Manifest
     ) -> Result:
         """Classify the Job and record what changed; finish a finished workload."""
         ctx = self.ctx

@@ -10,8 +10,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from app.domain.kube_objects import Manifest
 from app.kube.apply import apply
-from app.kube.cache import Obj
 from app.kube.client import KubeClient, KubeSettings
 from app.kube.resources import Resource, request_json
 from app.kube.watching import EventType, Informer
@@ -25,7 +25,7 @@ class Recorder:
         self.events: list[tuple[EventType, str]] = []
         informer.add_handler(self)
 
-    def __call__(self, kind: EventType, obj: Obj) -> None:
+    def __call__(self, kind: EventType, obj: Manifest) -> None:
         self.events.append((kind, obj["metadata"]["name"]))
 
     def seen(self) -> list[tuple[EventType, str]]:

@@ -16,8 +16,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from app.domain.classify import Classification, classify
-from app.domain.classify_evidence import context_for
-from app.domain.classify_pool import classify_pool, pool_snapshot
+from app.domain.classify.evidence import context_for
+from app.domain.classify.pool import classify_pool, pool_snapshot
+from app.domain.labels import JOB_METADATA_FIELD_MANAGER
 from app.domain.render import (
     JobIdentity,
     PoolIdentity,
@@ -29,7 +30,6 @@ from app.domain.render import (
     render_priority_classes,
     render_resource_flavor,
 )
-from app.domain.render_labels import JOB_METADATA_FIELD_MANAGER
 from app.domain.specs import BindingPut, Quota, WorkloadSpec
 from app.domain.states import ResourceState, WorkloadState
 from kubesim import Cluster

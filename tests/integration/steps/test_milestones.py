@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.domain.classify import Classification
-from app.domain.classify_evidence import Evidence
+from app.domain.classify.evidence import Evidence
 from app.domain.states import WorkloadState
 from app.domain.workload_resources import Admission, JobRef
 from app.reconcile.steps.evidence import current_facts, facts_for, milestones

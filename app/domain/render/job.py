@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from app.domain.render_labels import (
+from app.domain.labels import (
     EVIDENCE_FINALIZER,
     GENERATION_LABEL,
     MAIN_CONTAINER,
@@ -29,13 +29,12 @@ from app.domain.render_labels import (
     WORKLOAD_LABEL,
     managed_labels,
 )
-from app.domain.render_queues import priority_class_name
+from app.domain.render.queues import priority_class_name
 
 if TYPE_CHECKING:
-    from app.domain.rendering_inputs import JobIdentity
+    from app.domain.kube_objects import Manifest
+    from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
-
-Manifest = dict[str, Any]
 
 
 def identity_labels(identity: JobIdentity) -> dict[str, str]:

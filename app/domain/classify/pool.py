@@ -12,8 +12,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import NamedTuple
 
-from app.domain.classify_evidence import PoolSnapshot
-from app.domain.classify_kube import KubeObject, condition, field, name_of
+from app.domain.classify.evidence import PoolSnapshot
+from app.domain.kube_objects import KubeObject, condition, field, name_of
 from app.domain.pool_resources import PoolUsage
 from app.domain.quantity import QuantityError, parse_quantity
 from app.domain.states import ResourceState

@@ -1,8 +1,9 @@
-"""Label keys, values and finalizers that aicp writes on Kubernetes objects (DESIGN.md §6).
+"""Label keys, values and finalizers aicp writes or reads on Kubernetes objects (DESIGN.md §6).
 
 The informers index caches by `UID_LABEL`, the reconciler selects its own objects by
 `MANAGED_BY_LABEL`, and drift detection compares these labels with what it finds, so every
-module that reads or writes them imports them from here.
+module that reads or writes them imports them from here. The labels other controllers set
+(the Job controller's, Kueue's) are here too, so one module names every key aicp relies on.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ if TYPE_CHECKING:
 
 MANAGED_BY_LABEL: Final = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE: Final = "aicp"
+#: The label selector of every object aicp created (`app.kubernetes.io/managed-by=aicp`).
+MANAGED_BY_SELECTOR: Final = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+#: Every name aicp gives a namespace or a cluster-scoped object starts with this.
+NAME_PREFIX: Final = "aicp-"
 PROJECT_LABEL: Final = "aicp.dev/project"
 POOL_LABEL: Final = "aicp.dev/pool"
 WORKLOAD_LABEL: Final = "aicp.dev/workload"
@@ -40,6 +45,10 @@ APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 
 #: Pods of a Job carry the Job's uid under this label (set by the Job controller).
 JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"
+#: Pods of a Job carry the Job's name under this label (set by the Job controller).
+JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
+#: Kueue labels the Workload it creates for a Job with the Job's uid.
+KUEUE_JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 
 #: The single container every aicp Job runs.
 MAIN_CONTAINER: Final = "main"

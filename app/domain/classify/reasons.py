@@ -17,7 +17,7 @@ from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_q
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from app.domain.classify_evidence import ClassifyContext
+    from app.domain.classify.evidence import ClassifyContext
 
 _QUOTA_RESOURCE = re.compile(r"quota for ([^\s,]+)")
 _INSUFFICIENT = re.compile(r"Insufficient ([^\s,]+)")

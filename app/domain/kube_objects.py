@@ -1,8 +1,10 @@
-"""Read-only accessors over raw Kubernetes objects (dicts as the API and informers give them).
+"""Raw Kubernetes objects: the one alias for a manifest dict and every read-only accessor.
 
-Classification reads Jobs, Kueue Workloads, Pods and Nodes exactly as the apiserver sends
-them, without converting to client models: a missing field is simply absent. Every accessor
-here tolerates absent or `null` fields and never raises on a well-formed object.
+aicp reads Jobs, Kueue Workloads, Pods and Nodes exactly as the apiserver sends them, and
+writes manifests as plain dicts, without converting to client models: a missing field is
+simply absent. `Manifest` is a whole object as a dict (what rendering builds and what an
+informer caches); the accessors take any read-only mapping (`KubeObject`), tolerate absent or
+`null` fields and never raise on a well-formed object.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from app.domain.render_labels import JOB_CONTROLLER_UID_LABEL, MAIN_CONTAINER
+from app.domain.labels import JOB_CONTROLLER_UID_LABEL, MAIN_CONTAINER
 
+Manifest = dict[str, Any]
+"""A whole Kubernetes object as its JSON dict: apiVersion, kind, metadata, spec, status."""
 KubeObject = Mapping[str, Any]
+"""What the accessors read: a `Manifest`, or any mapping of the same shape."""
+Key = tuple[str, str]
+"""(namespace, name); the namespace is "" for cluster-scoped objects."""
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
@@ -31,6 +38,33 @@ def field(obj: KubeObject | None, *path: str) -> Any:
 
 def name_of(obj: KubeObject) -> str:
     return str(field(obj, "metadata", "name") or "")
+
+
+def namespace_of(obj: KubeObject) -> str:
+    """The object's namespace, "" for a cluster-scoped object."""
+    return str(field(obj, "metadata", "namespace") or "")
+
+
+def key_of(obj: KubeObject) -> Key:
+    """(namespace, name): how caches and routes address an object."""
+    return (namespace_of(obj), name_of(obj))
+
+
+def labels_of(obj: KubeObject) -> dict[str, str]:
+    """The object's labels, {} when it has none."""
+    labels = field(obj, "metadata", "labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def label_of(obj: KubeObject, label: str) -> str | None:
+    """One label's value, None when the object does not carry it."""
+    value = labels_of(obj).get(label)
+    return str(value) if value is not None else None
+
+
+def resource_version_of(obj: KubeObject) -> str | None:
+    rv = field(obj, "metadata", "resourceVersion")
+    return str(rv) if rv else None
 
 
 def condition(obj: KubeObject | None, kind: str) -> KubeObject | None:

@@ -12,22 +12,22 @@ they asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
-from app.domain.naming import namespace_for
-from app.domain.render_labels import (
+from app.domain.labels import (
     ACCELERATOR_CLASS_LABEL,
     KUEUE_API_VERSION,
+    NAME_PREFIX,
     POOL_LABEL,
     PROJECT_LABEL,
     managed_labels,
 )
+from app.domain.naming import namespace_for
 
 if TYPE_CHECKING:
-    from app.domain.rendering_inputs import PoolIdentity
+    from app.domain.kube_objects import Manifest
+    from app.domain.render.inputs import PoolIdentity
     from app.domain.specs import BindingPut, Quota, Toleration
-
-Manifest = dict[str, Any]
 
 #: The three priorities a workload may ask for, as Kueue WorkloadPriorityClass values.
 PRIORITY_VALUES: Final = {"low": 100, "normal": 1000, "high": 10000}
@@ -35,7 +35,7 @@ PRIORITY_VALUES: Final = {"low": 100, "normal": 1000, "high": 10000}
 
 def priority_class_name(priority: str) -> str:
     """The WorkloadPriorityClass of an API priority (`normal` → `aicp-normal`)."""
-    return f"aicp-{priority}"
+    return f"{NAME_PREFIX}{priority}"
 
 
 def render_namespace(project: str) -> Manifest:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from app.domain import classify_reasons as reasons
-from app.domain.classify_evidence import ClassifyContext, Evidence, gather_evidence
-from app.domain.classify_kube import (
+from app.domain.classify import reasons
+from app.domain.classify.evidence import ClassifyContext, Evidence, gather_evidence
+from app.domain.kube_objects import (
     GPU_PRODUCT_LABEL,
     KubeObject,
     condition,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from app.domain.classify_kube import (
+from app.domain.kube_objects import (
     GPU_MEMORY_LABEL,
     GPU_PRODUCT_LABEL,
     KubeObject,
