@@ -1,7 +1,7 @@
 """``python -m app serve`` (production) and ``python -m app dev`` (a laptop, nothing installed).
 
 Both run on uvloop with uvicorn in-process. ``serve`` takes its settings from the environment
-(DESIGN.md §9) and exits with status 2 and one line per bad variable when they are invalid,
+(docs/DESIGN.md §9) and exits with status 2 and one line per bad variable when they are invalid,
 or when no Kubernetes configuration is found (in-cluster or ``KUBECONFIG``). ``dev`` adds an
 embedded PostgreSQL, a generated admin token and, unless ``KUBECONFIG`` is set, an embedded
 kubesim (see ``app.devmode``); its state lives in ``--state-dir`` (default ``.aicp``).

@@ -1,4 +1,4 @@
-"""Settings from the environment (DESIGN.md §9), validated once at startup.
+"""Settings from the environment (docs/DESIGN.md §9), validated once at startup.
 
 Beyond §9: `AICP_KUBE_WRITE_QPS` (50) and `AICP_KUBE_WRITE_BURST` (100) set the Kubernetes
 write rate limit (`app.kube.client.KubeSettings`).

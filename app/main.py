@@ -1,6 +1,6 @@
 """The composition root: wires the store, the HTTP API and the background components.
 
-``Service`` owns the lifecycle of one aicp process (DESIGN.md §2):
+``Service`` owns the lifecycle of one aicp process (docs/DESIGN.md §2):
 
     start: DB pool → migrations (advisory lock) → background components → HTTP server bound
     stop:  /readyz 503 → HTTP server stops accepting and drains → background components stop

@@ -10,7 +10,7 @@ Stored objects are never mutated after commit (copy on write), so their one JSON
 shared by gets, lists and every watcher.
 
 Every real write bumps the one global resourceVersion counter; a write that changes nothing
-bumps nothing and emits no event (KUBESIM.md §1).
+bumps nothing and emits no event (docs/KUBERNETES.md §2).
 
 Pod logs: the kubelet simulation writes what a pod "printed" to `store.pod_logs[(namespace,
 name)]` (a plain dict, no event, no resourceVersion); `GET …/pods/<name>/log` serves it. The

@@ -1,5 +1,5 @@
 -- Every SQL statement aicp runs, by name (loaded once by app/store/queries.py).
--- Each engineer edits only their own section. Parameters are positional ($1, $2, ...).
+-- Parameters are positional ($1, $2, ...).
 -- List queries page newest first by (created_at, id): their last three parameters are always
 -- (cursor_created_at, cursor_id, limit); the first page passes ('infinity', any id).
 
@@ -550,7 +550,7 @@ WHERE deletion_requested_at < now() - interval '1 minute';
 -- ===== end section: reconcile steps =====
 
 -- ===== section: reconcile engine =====
--- Leases (DESIGN.md §5). Every claim, renewal and release is one statement with the lease
+-- Leases (docs/DESIGN.md §5). Every claim, renewal and release is one statement with the lease
 -- predicate inside it; "0 rows" always means "not yours". Kinds are 'project', 'pool', 'workload'.
 
 -- name: lease_claim_keys

@@ -50,7 +50,7 @@ class ApiDependencies:
     readiness_checks: list[ReadinessCheck] = field(default_factory=list)
     kube: KubeClient | None = None  # for the one live read (pod logs); None: no pods, 404
     # This replica's engine: creates lease the new resource in their own transaction and queue
-    # it locally, instead of ringing the doorbell (DESIGN.md §5). None: creates ring.
+    # it locally, instead of ringing the doorbell (docs/DESIGN.md §5). None: creates ring.
     reconciler: Reconciler | None = None
 
 

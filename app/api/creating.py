@@ -1,6 +1,6 @@
 """Who reconciles a resource the API just created: this replica, or whoever the doorbell wakes.
 
-DESIGN.md §5: a NOTIFY-bearing commit takes a cluster-wide lock, so the replica that accepts a
+docs/DESIGN.md §5: a NOTIFY-bearing commit takes a cluster-wide lock, so the replica that accepts a
 create may instead lease the new resource inside the creating transaction and queue it locally
 once that transaction has committed. `CreateLease` does that when the application state holds
 the replica's `Reconciler` (key `"reconciler"`); without one (an API served alone) it rings the

@@ -1,7 +1,7 @@
 """`.../workloads/{name}/logs` and `.../workloads/{name}/manifest`: two views of a workload's
 current generation that are not stored as such.
 
-- `/logs?tail=N` (N in 1..10000, default 100) is the one live read from Kubernetes (DESIGN.md
+- `/logs?tail=N` (N in 1..10000, default 100) is the one live read from Kubernetes (docs/DESIGN.md
   §2): the `main` container's last N lines of every pod of the current generation's Job, as
   `text/plain`. With more than one pod every line is prefixed with `[<pod name>] `. No pod yet
   (nothing created, not admitted, or already removed) is a 404 whose detail says why; the

@@ -1,4 +1,4 @@
-"""Label keys, values and finalizers aicp writes or reads on Kubernetes objects (DESIGN.md §6).
+"""Label keys, values and finalizers aicp writes or reads on Kubernetes objects (docs/DESIGN.md §6).
 
 The informers index caches by `UID_LABEL`, the reconciler selects its own objects by
 `MANAGED_BY_LABEL`, and drift detection compares these labels with what it finds, so every
@@ -30,7 +30,7 @@ ACCELERATOR_CLASS_LABEL: Final = "aicp.dev/accelerator-class"
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL: Final = "kueue.x-k8s.io/priority-class"
 
-#: Held on every Job aicp creates until its final facts are recorded (DESIGN.md §6).
+#: Held on every Job aicp creates until its final facts are recorded (docs/DESIGN.md §6).
 EVIDENCE_FINALIZER: Final = "aicp.dev/evidence"
 
 #: The server-side apply field manager of every aicp write.

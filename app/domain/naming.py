@@ -1,4 +1,4 @@
-"""Deterministic Kubernetes object names derived from stored rows (DESIGN.md §6).
+"""Deterministic Kubernetes object names derived from stored rows (docs/DESIGN.md §6).
 
 The API shows these names in resource status before anything exists in the cluster, and the
 reconciler creates objects under exactly these names, so both must call the same functions.

@@ -1,4 +1,4 @@
-"""What the API answers for compute pools (API.md "Compute pools").
+"""What the API answers for compute pools (docs/API.md "Compute pools").
 
 A pool's resource is built from its stored row plus the usage the store counts from the
 workloads that reference it. `status.cluster_queue` and `status.local_queue` are the Kueue

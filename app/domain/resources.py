@@ -1,6 +1,6 @@
 """What the API answers: response bodies for projects, tokens and accelerator bindings.
 
-These are the shapes of API.md, and (through Litestar) the OpenAPI schemas. Times are
+These are the shapes of docs/API.md, and (through Litestar) the OpenAPI schemas. Times are
 timezone-aware UTC datetimes, encoded as RFC 3339 strings.
 """
 

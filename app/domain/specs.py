@@ -1,4 +1,4 @@
-"""What users ask for: the request bodies of API.md as msgspec structs.
+"""What users ask for: the request bodies of docs/API.md as msgspec structs.
 
 Type and range rules live in the annotations (msgspec checks them while decoding, and they
 become the OpenAPI schema); rules msgspec cannot express (quantity syntax, env key syntax,
@@ -135,7 +135,7 @@ EnvKey = Annotated[str, msgspec.Meta(pattern="^[A-Za-z_][A-Za-z0-9_]*$", max_len
 
 
 class WorkloadSpec(_Body):
-    """A batch accelerator job, as submitted, with API.md's defaults filled in."""
+    """A batch accelerator job, as submitted, with docs/API.md's defaults filled in."""
 
     name: WorkloadName
     compute_pool: PoolName

@@ -1,4 +1,4 @@
-"""Lifecycle states of reconciled resources (DESIGN.md §7)."""
+"""Lifecycle states of reconciled resources (docs/DESIGN.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the API answers for workloads and their events (API.md "Workloads").
+"""What the API answers for workloads and their events (docs/API.md "Workloads").
 
 A workload's resource is its stored row: the spec as submitted with defaults filled, the
 generation, and a status assembled from the row's `state`, `state_reason`,

@@ -1,7 +1,7 @@
 """Writing to the cluster: server-side apply, deletes, finalizer removal, and pod logs.
 
 Every object aicp owns is written by server-side apply as field manager `aicp` with
-`force=True` (DESIGN.md §6): the body declares exactly the fields aicp owns, the server
+`force=True` (docs/DESIGN.md §6): the body declares exactly the fields aicp owns, the server
 removes those aicp declared before and no longer does, and leaves other managers' fields
 alone. The caller decides what to declare — for a Job that Kueue has admitted, only metadata
 (re-declaring `spec.suspend` with force would take it back from Kueue and re-suspend a
@@ -101,7 +101,7 @@ async def delete_job(kube: KubeClient, namespace: str, name: str) -> bool:
     """Delete a Job and (in the background) its pods; False if it was already gone.
 
     Never without a policy: batch/v1 Jobs default to `Orphan`, which leaves the pods running
-    and holding their GPUs (KUBE-CONTRACT.md §4).
+    and holding their GPUs (docs/KUBERNETES.md §4).
     """
     return await delete(kube, JOBS, namespace, name, propagation="Background")
 

@@ -1,6 +1,6 @@
 """Connecting to the Kubernetes API: configuration, one shared `ApiClient`, a write rate limit.
 
-Configuration is found in this order (DESIGN.md §6, §9):
+Configuration is found in this order (docs/DESIGN.md §6, §9):
 
 1. in-cluster (the pod's service account; `KUBERNETES_SERVICE_HOST` is set),
 2. the file(s) named by `KUBECONFIG`,

@@ -1,4 +1,4 @@
-"""The informers aicp runs (DESIGN.md §2, §6): Jobs, Kueue Workloads, Pods, Nodes, ClusterQueues.
+"""The informers aicp runs (docs/DESIGN.md §2, §6): Jobs, Workloads, Pods, Nodes, ClusterQueues.
 
 | kind         | what is watched                                                     |
 |--------------|---------------------------------------------------------------------|

@@ -1,7 +1,7 @@
 """Metrics of the Kubernetes adapter.
 
 Watch events and restarts are the service-wide metrics of `app.observability.metrics`
-(API.md "Operations"). Restart reasons used here: `ended` (the stream closed: server timeout
+(docs/API.md "Operations"). Restart reasons used here: `ended` (the stream closed: server timeout
 or a dropped connection; resumed from the last version), `gone` (410, relisted),
 `unavailable` (5xx or no connection), `throttled` (429) and `error` (anything else). The two
 below are specific to this package and live in the same registry, so `/metrics` shows them.

@@ -1,6 +1,6 @@
 """The informer: a list+watch cache of one kind that tells handlers which objects changed.
 
-Protocol (DESIGN.md §6, STYLE.md "The informer", KUBE-CONTRACT.md §2):
+Protocol (docs/DESIGN.md §6, docs/KUBERNETES.md §2):
 
 1. LIST (paged, `limit`/`continue`), apply it to the cache, keep the list's `resourceVersion`.
    The first completed list sets `synced`.
@@ -17,7 +17,7 @@ Protocol (DESIGN.md §6, STYLE.md "The informer", KUBE-CONTRACT.md §2):
 
 The watch is read raw (one JSON event per line) rather than through kubernetes_asyncio's
 `Watch`: that helper retries a 410 once and hides it, raises a KeyError on an ERROR without a
-reason, and builds a second `ApiClient` per stream (KUBE-CONTRACT.md §2).
+reason, and builds a second `ApiClient` per stream (docs/KUBERNETES.md §2).
 
 Handlers are synchronous callables `(event_type, obj)` that must only record or enqueue a
 key — they run on the informer's task, between two events, and must do no I/O. A handler that
@@ -201,7 +201,7 @@ class Informer:
             meta = page.get("metadata") or {}
             version = str(meta.get("resourceVersion") or version)
             for item in page.get("items") or []:
-                # Built-in list items carry no kind/apiVersion (KUBE-CONTRACT.md §2); watch
+                # Built-in list items carry no kind/apiVersion (docs/KUBERNETES.md §2); watch
                 # events do. Fill them in so cached objects look the same either way.
                 item.setdefault("kind", self.resource.kind)
                 item.setdefault("apiVersion", self.resource.api_version)

@@ -1,4 +1,4 @@
-"""Every Prometheus metric aicp exports (API.md "Operations"), in one registry.
+"""Every Prometheus metric aicp exports (docs/API.md "Operations"), in one registry.
 
 All metrics are defined here, including those only the reconciler updates, so ``/metrics``
 documents the whole service and names cannot drift between modules. Label values must come

@@ -1,4 +1,4 @@
-"""The reconciler: converges what PostgreSQL says onto Kubernetes (DESIGN.md §5).
+"""The reconciler: converges what PostgreSQL says onto Kubernetes (docs/DESIGN.md §5).
 
 `engine.Reconciler` owns the machinery — leases (`leasing`), the doorbell listener
 (`doorbell`), the sweep and batched claims (`claiming`), the work queue (`queue`) and the

@@ -1,4 +1,4 @@
-"""Winning leases: the doorbell claimer and the sweep (DESIGN.md §5).
+"""Winning leases: the doorbell claimer and the sweep (docs/DESIGN.md §5).
 
 Two paths lead to a lease, and both end in `on_granted(grants, sent)`, which books the leases
 and queues their keys:

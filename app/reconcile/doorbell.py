@@ -1,4 +1,4 @@
-"""The doorbell: a dedicated connection LISTENing on `aicp_work` (DESIGN.md §2, §5).
+"""The doorbell: a dedicated connection LISTENing on `aicp_work` (docs/DESIGN.md §2, §5).
 
 NOTIFY only wakes; it never carries state. A payload is `kind:uuid`; the key goes to
 `on_key` (which claims the lease and, if won, queues the key), and the worker re-reads the row.

@@ -64,7 +64,7 @@ class NewLease:
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """How one replica's engine runs (DESIGN.md §9 names the environment variables)."""
+    """How one replica's engine runs (docs/DESIGN.md §9 names the environment variables)."""
 
     instance_id: str  # the lease owner; unique per running process
     dsn: str  # for the dedicated LISTEN connection
@@ -160,7 +160,7 @@ class Reconciler:
 
     async def lease_new(self, conn: Connection, kind: Kind, resource_id: UUID) -> NewLease | None:
         """In the API transaction that creates a resource: lease it to this replica, instead of
-        ringing the doorbell (DESIGN.md §5). Call `lease_committed` once the transaction has
+        ringing the doorbell (docs/DESIGN.md §5). Call `lease_committed` once the transaction has
         committed; if it rolls back, drop the result. A lease never handed to
         `lease_committed` is released by the keeper after two renewals and swept up again.
         """

@@ -1,26 +1,19 @@
 """Fenced statements: writes that only land while this replica still holds the lease.
 
-Invariant 5 (DESIGN.md §3): every observation and finalization write carries the lease predicate
-`owner = $me AND epoch = $epoch AND expires_at > now()` inside the statement, so a replica whose
-lease moved cannot overwrite the new owner's work. Zero rows means "not yours any more": the
-helpers raise `LeaseLost`, and the engine drops the key at once.
+Invariant 5 (docs/DESIGN.md §3): every observation and finalization write carries the lease
+predicate `owner = $me AND epoch = $epoch AND expires_at > now()` inside the statement, so a
+replica whose lease moved cannot overwrite the new owner's work. Zero rows means "not yours any
+more", and the engine drops the key at once (`LeaseLost`).
 
 Convention for fenced queries in `sql/queries.sql`: **`$1` is the owner and `$2` the epoch**;
-the statement's own parameters follow. For example::
+the statement's own parameters follow. The steps' status writes (`steps_*_set_status`, called
+through `app.store.reconciling.set_status`) are such statements: they report whether the lease
+still held and whether the row was written, and the step raises `LeaseLost` on the first.
 
-    -- name: workload_record_observation
-    UPDATE workloads w SET observed = $4, observed_generation = $5
-    FROM leases l
-    WHERE w.id = $3
-      AND l.kind = 'workload' AND l.resource_id = w.id
-      AND l.owner = $1 AND l.epoch = $2 AND l.expires_at > now()
-    RETURNING w.id
-
-    await fenced_fetchrow(conn, QUERIES["workload_record_observation"], fence, wid, facts, gen)
-
-Several statements that must commit together (finalization: tombstone, lease delete,
-observation delete, row delete) run in `fenced_transaction`, which first locks the lease row so
-no peer can take it over before the transaction ends.
+Several statements that must commit together (finalization: tombstone, lease delete, row
+delete) run in `fenced_transaction`, which first locks the lease row so no peer can take it
+over before the transaction ends. `fenced_fetch`/`fenced_fetchrow`/`fenced_execute` run one
+fenced statement and raise `LeaseLost` on zero rows.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What this replica holds: the lease book, and the keeper that renews it (DESIGN.md §5).
+"""What this replica holds: the lease book, and the keeper that renews it (docs/DESIGN.md §5).
 
 The book is the in-memory view of this replica's leases. It is deliberately pessimistic: a hold
 is trusted only until `sent + ttl`, where `sent` is this process's clock when the statement that

@@ -1,6 +1,6 @@
 """The in-process work queue: deduplicated, per-key serialized, with delayed and backed-off retries.
 
-Contract (DESIGN.md §5, the shape of client-go's workqueue):
+Contract (docs/DESIGN.md §5, the shape of client-go's workqueue):
 
 - a key is *queued* at most once: adding a key that is already waiting is a no-op;
 - `get()` hands a key to exactly one worker, which must call `done(key, ...)` when its step ends;

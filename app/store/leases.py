@@ -1,4 +1,4 @@
-"""Lease rows in PostgreSQL: claim, sweep, renew, release, lock (DESIGN.md §5).
+"""Lease rows in PostgreSQL: claim, sweep, renew, release, lock (docs/DESIGN.md §5).
 
 Each function runs exactly one named statement from `sql/queries.sql` (section "reconcile
 engine"); the lease predicate lives inside the statement, so there is no read-then-write window.

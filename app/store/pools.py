@@ -82,7 +82,7 @@ async def create(
     doorbell: bool = True,
 ) -> PoolResource:
     """Insert a new PENDING pool with its Accepted event and, unless `doorbell` is False (the
-    caller leases the new pool in this transaction instead, DESIGN.md §5), its doorbell.
+    caller leases the new pool in this transaction instead, docs/DESIGN.md §5), its doorbell.
 
     Raises `BeingDeleted` when the project or a pool of that name is being deleted,
     `AlreadyExists` when the name is taken, `ValidationFailed` (field `accelerator_class`)

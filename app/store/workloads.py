@@ -85,7 +85,7 @@ async def create(
 ) -> WorkloadResource:
     """Insert a PENDING workload at generation 1 with its Accepted event and, unless
     `doorbell` is False (the caller leases the new workload in this transaction instead,
-    DESIGN.md §5), its doorbell.
+    docs/DESIGN.md §5), its doorbell.
 
     Raises `ValidationFailed` on `compute_pool` (no such pool, or it is being deleted),
     `ExceedsPoolCapacity`, `AlreadyExists`, or `BeingDeleted` (the name's previous workload

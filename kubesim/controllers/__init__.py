@@ -1,5 +1,5 @@
 """kubesim's controllers: what kube-controller-manager, kube-scheduler, the kubelets, Kueue and
-the fake GPU operator are to a real cluster (KUBESIM.md "Controllers").
+the fake GPU operator are to a real cluster (docs/KUBESIM.md "Controllers").
 
 `Controllers(store, clock, ...)` is started by `kubesim.Cluster`: `start()` registers the GPU
 nodes and Kueue's Job webhook, then runs every controller as named, held tasks, each a watch of

@@ -1,7 +1,7 @@
 """The fake GPU operator: registers GPU nodes as run-ai/fake-gpu-operator and a kubelet would.
 
 Each node `gpu-node-<i>` carries the labels fake-gpu-operator's status exporter writes (see
-KUBE-CONTRACT.md §6) and, like its device plugin, a `/status` merge-patch that advertises
+docs/KUBERNETES.md §6) and, like its device plugin, a `/status` merge-patch that advertises
 `nvidia.com/gpu` in capacity and allocatable next to cpu and memory. Nodes are created once at
 start; there are no heartbeats (a real kubelet renews its Ready condition every ~10 s).
 """

@@ -1,4 +1,4 @@
-"""Kueue's names, labels and Workload status helpers (KUBE-CONTRACT.md §1), shared by the
+"""Kueue's names, labels and Workload status helpers (docs/KUBERNETES.md §1), shared by the
 webhook, the job integration and the admission scheduler."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Webhooks (`job_webhook`): a Job created with label `kueue.x-k8s.io/queue-name` g
 `spec.suspend=true` before it is stored, from HTTP and in-process callers alike; the queue name
 of a running (not suspended) Job is immutable.
 
-Reconciler, per Job with a queue name (KUBE-CONTRACT.md §1, steps 3-7):
+Reconciler, per Job with a queue name (docs/KUBERNETES.md §1, steps 3-7):
 
 - no Workload: suspend the Job if it somehow runs, then create `job-<name>-<hash>` with a
   controller ownerReference, finalizer `kueue.x-k8s.io/resource-in-use`, label

@@ -4,7 +4,7 @@
 --   * reconciled rows (projects, compute_pools, workloads) carry spec, generation,
 --     observed_generation, state, state_reason, observed, deletion_requested_at;
 --     a row needs work while generation <> observed_generation, while it is being deleted,
---     or while it is not in a terminal state (DESIGN.md §5);
+--     or while it is not in a terminal state (docs/DESIGN.md §5);
 --   * created_at comes from clock_timestamp() (not now(), which is the transaction start), so
 --     rows created later in one transaction still sort after earlier ones; lists page newest
 --     first by (created_at, id), each backed by an index in that order;

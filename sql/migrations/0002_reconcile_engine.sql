@@ -1,4 +1,4 @@
--- 0002: indexes the reconcile engine's sweep and lag queries use (DESIGN.md §5).
+-- 0002: indexes the reconcile engine's sweep and lag queries use (docs/DESIGN.md §5).
 --
 -- The sweep asks each reconciled table for rows that need work; converged rows are the vast
 -- majority, so each question is answered from a partial index whose predicate is, word for word,

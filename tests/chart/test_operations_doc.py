@@ -8,9 +8,9 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
+from app.observability.metrics import REGISTRY
 from tests.chart.kube_calls import Attribute
 from tests.chart.rendering import granted, render
 
@@ -90,10 +90,9 @@ def metric_modules() -> list[str]:
 
 
 def service_registry() -> Any:
-    metrics = pytest.importorskip("app.observability.metrics")
     for module in metric_modules():
         importlib.import_module(module)
-    return metrics.REGISTRY
+    return REGISTRY
 
 
 def exported_metrics() -> set[str]:

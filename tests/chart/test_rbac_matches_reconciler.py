@@ -4,7 +4,7 @@
 issued against kubesim during the end-to-end golden path, recorded by
 `loadtest/record_kube_calls.py` (a `python -m app serve` process) or by `test_rbac_live.py`
 with `AICP_RECORD_KUBE_CALLS=1` (see `kube_calls.py` for the format and the translation).
-Without the file the comparison is skipped; the properties below it hold regardless.
+The file is part of the repository: a missing one fails these tests rather than skipping them.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from tests.chart.rendering import granted
 
 @pytest.fixture(scope="module")
 def observed() -> set[Attribute]:
-    if not OBSERVED.exists():
-        pytest.skip(f"{OBSERVED.name} not recorded yet (written from the e2e golden path)")
+    assert OBSERVED.exists(), f"{OBSERVED.name} is missing: record it (see this module's docstring)"
     return read_observed(OBSERVED)
 
 

@@ -8,17 +8,14 @@ the two together take at most 20 s; a kill before the release delays takeover by
 
 from __future__ import annotations
 
-import pytest
-
+from app.main import SHUTDOWN_GRACE_SECONDS
 from tests.chart.rendering import DEFAULT_VALUES, render
 
 CHART_ASSUMED_SERVICE_GRACE = 20
 
 
 def test_the_services_shutdown_fits_the_grace_the_chart_assumes() -> None:
-    main = pytest.importorskip("app.main")
-
-    http_drain = steps_drain = main.SHUTDOWN_GRACE_SECONDS
+    http_drain = steps_drain = SHUTDOWN_GRACE_SECONDS
 
     assert http_drain + steps_drain <= CHART_ASSUMED_SERVICE_GRACE
 

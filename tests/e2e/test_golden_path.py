@@ -1,4 +1,4 @@
-"""The golden path across two replicas (DESIGN.md §2, §5): one replica crashes while its
+"""The golden path across two replicas (docs/DESIGN.md §2, §5): one replica crashes while its
 workloads run; its peer takes them over when the leases expire and finishes them with their
 evidence complete, never creating a second Job for any of them.
 

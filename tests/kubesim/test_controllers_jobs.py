@@ -1,6 +1,6 @@
 """The Job controller through kubernetes_asyncio: pods kept, failures retried up to
 backoffLimit, deadlines, suspension, completions and TTL, with the two-step terminal
-conditions of KUBE-CONTRACT §5."""
+conditions of docs/KUBERNETES.md §5."""
 
 from __future__ import annotations
 

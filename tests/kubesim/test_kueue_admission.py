@@ -1,7 +1,8 @@
-"""Kueue's sequence for a batch/v1 Job, end to end through kubernetes_asyncio (KUBE-CONTRACT §1):
-suspended on create, a Workload named, owned and finalized as Kueue does, admitted when the
-quota fits (or told why not), started with the flavor's node labels, finished, and the quota
-handed to the next Job in line."""
+"""Kueue's sequence for a batch/v1 Job, end to end through kubernetes_asyncio.
+
+As docs/KUBERNETES.md §1 describes it: suspended on create, a Workload named, owned and
+finalized as Kueue does, admitted when the quota fits (or told why not), started with the
+flavor's node labels, finished, and the quota handed to the next Job in line."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Builders of realistic Kubernetes objects for classification tests.
 
 The objects look like what the apiserver returns after Kueue, the Job controller, the
-scheduler and the kubelet did their part (KUBE-CONTRACT.md §1, §5, §6): conditions with
+scheduler and the kubelet did their part (docs/KUBERNETES.md §1, §5, §6): conditions with
 Kueue's reasons and messages, pods named `<job>-xxxxx` with the Job controller's labels, nodes
 with the GPU feature labels. Each step method moves the whole scenario forward consistently:
 

@@ -1,6 +1,6 @@
 """Kubernetes objects as the apiserver returns them, for classification tests.
 
-Nodes as the fake GPU operator labels them (KUBE-CONTRACT.md §6), pods as the Job
+Nodes as the fake GPU operator labels them (docs/KUBERNETES.md §6), pods as the Job
 controller, scheduler and kubelet leave them (§5), and metav1 conditions as Kueue and the Job
 controller write them (§1). `tests.support.kube_builders` composes these into scenarios.
 """
@@ -25,7 +25,7 @@ POD_SUFFIXES = ("x7k2p", "b9m4q", "c2v8w", "d5t6z")
 def make_node(
     name: str, *, product: str = H100_PRODUCT, memory_mib: int = 81920, gpus: int = 8
 ) -> Obj:
-    """A node as the fake GPU operator labels it (KUBE-CONTRACT.md §6)."""
+    """A node as the fake GPU operator labels it (docs/KUBERNETES.md §6)."""
     capacity = {"cpu": "128", "memory": "2Ti", GPU: str(gpus), "pods": "110"}
     return {
         "kind": "Node",

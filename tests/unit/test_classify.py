@@ -1,4 +1,4 @@
-"""classify: state and reason of a workload from realistic Kubernetes objects (DESIGN.md §7)."""
+"""classify: a workload's state and reason from realistic Kubernetes objects (docs/DESIGN.md §7)."""
 
 from __future__ import annotations
 

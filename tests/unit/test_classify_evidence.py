@@ -1,4 +1,4 @@
-"""The evidence classify reports: where and how a workload ran, as API.md's status shows it."""
+"""The evidence classify reports: where and how a workload ran, as docs/API.md's status shows it."""
 
 from __future__ import annotations
 

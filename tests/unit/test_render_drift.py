@@ -1,4 +1,4 @@
-"""declared_drift: what someone changed by hand on an object aicp manages (DESIGN.md §8)."""
+"""declared_drift: what someone changed by hand on an object aicp manages (docs/DESIGN.md §8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Derived Kubernetes names: deterministic, within 63 characters, as DESIGN.md §6 lists them."""
+"""Derived Kubernetes names: deterministic, within 63 characters, as in docs/DESIGN.md §6."""
 
 from __future__ import annotations
 

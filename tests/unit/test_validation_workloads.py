@@ -1,4 +1,4 @@
-"""Every bound and rule API.md sets on workload bodies, table-driven.
+"""Every bound and rule docs/API.md sets on workload bodies, table-driven.
 
 Schema rules (types, ranges, lengths, patterns, unknown fields) are enforced by msgspec while
 decoding `WorkloadSpec`; the rest by `check_workload`. Each case names the field a user would

@@ -1,4 +1,4 @@
-"""Classification: what the cluster's objects say about a workload or a pool (DESIGN.md §7).
+"""Classification: what the cluster's objects say about a workload or a pool (docs/DESIGN.md §7).
 
 Pure functions over the raw objects the informers hold. `classify` gives a workload's state,
 reason and evidence (`workload`), `classify_pool` a pool's status from its ClusterQueue

@@ -1,6 +1,6 @@
 """Evidence of where and how a workload ran, gathered from its Kubernetes objects.
 
-The evidence is `app.domain.workload_resources.ObservedFacts`: the `status` fields of API.md's
+The evidence is `app.domain.workload_resources.ObservedFacts`: the `status` fields of docs/API.md's
 workload resource (`job`, `admission`, `nodes`, `accelerator`, `attempts`, `started_at`,
 `finished_at`, `exit_code`), so the reconciler stores it as it is in the `observed` column and
 the API returns it as it is.

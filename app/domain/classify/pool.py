@@ -1,6 +1,6 @@
 """A compute pool's state, reason and usage, read from its Kueue ClusterQueue.
 
-`classify_pool` gives the pool's `status` (API.md: `state`, `reason`, `usage` as
+`classify_pool` gives the pool's `status` (docs/API.md: `state`, `reason`, `usage` as
 `app.domain.pool_resources.PoolUsage`);
 `pool_snapshot` gives workload classification the numbers a "waiting for quota" reason needs.
 Both are pure functions of the ClusterQueue dict (v1beta2: `status.flavorsUsage`,

@@ -1,4 +1,4 @@
-"""classify: a workload's true state, the reason for it, and the evidence (DESIGN.md §7).
+"""classify: a workload's true state, the reason for it, and the evidence (docs/DESIGN.md §7).
 
 A pure function over the raw objects the informers hold: the Job of the current generation,
 its Kueue Workload, the Job's pods and the cluster's nodes. It decides in this order, each

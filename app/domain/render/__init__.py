@@ -1,4 +1,4 @@
-"""Rendering of every Kubernetes object aicp owns, from stored intent (DESIGN.md §6).
+"""Rendering of every Kubernetes object aicp owns, from stored intent (docs/DESIGN.md §6).
 
 One import point for the reconciler; the functions live in `queues` (namespace, flavor,
 queues, priority classes), `job` (the Job and its metadata-only body), `drift` (what a live

@@ -1,4 +1,4 @@
-"""Drift: what aicp declares in a manifest that the live object no longer has (DESIGN.md §8).
+"""Drift: what aicp declares in a manifest that the live object no longer has (docs/DESIGN.md §8).
 
 `declared_drift(desired, live)` walks only the fields of the rendered manifest, so fields
 other managers own (Kueue's `suspend` and node selector, defaults the apiserver fills in,

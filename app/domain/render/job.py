@@ -1,6 +1,6 @@
 """The batch/v1 Job of one workload generation, and the metadata-only body for re-applies.
 
-Ownership (DESIGN.md §6): aicp creates the Job suspended and Kueue owns `spec.suspend` and the
+Ownership (docs/DESIGN.md §6): aicp creates the Job suspended and Kueue owns `spec.suspend` and the
 pod template's `nodeSelector`/`tolerations` from admission on. So there are two bodies:
 
 - `render_job` — the whole Job, applied only when the Job does not exist yet;

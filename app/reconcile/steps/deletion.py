@@ -1,4 +1,4 @@
-"""Removing Jobs with their evidence, deleting workloads, and finalization (DESIGN.md §3, §6).
+"""Removing Jobs with their evidence, deleting workloads, and finalization (docs/DESIGN.md §3, §6).
 
 Workload deletion, one step per call, each triggered by the previous one's watch event:
 

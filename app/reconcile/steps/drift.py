@@ -1,4 +1,4 @@
-"""Drift of a workload's Job (DESIGN.md §8): labels changed by hand, the Job deleted by hand.
+"""Drift of a workload's Job (docs/DESIGN.md §8): labels changed by hand, the Job deleted by hand.
 
 - Metadata: the labels and finalizer aicp declares are compared with the live Job
   (`declared_drift`) and restored by applying `render_job_metadata_only` under its own field

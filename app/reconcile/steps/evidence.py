@@ -1,5 +1,5 @@
 """Observing a workload's Job: classification from the informer caches, and its evidence as
-stored in the row's `observed` column (DESIGN.md §6 "Evidence finalizer", §7).
+stored in the row's `observed` column (docs/DESIGN.md §6 "Evidence finalizer", §7).
 
 `observed` is `ObservedFacts` (the API's status fields) plus one bookkeeping key,
 `previous_attempts`: the attempts of earlier incarnations of the same generation's Job (one

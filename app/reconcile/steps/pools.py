@@ -1,4 +1,4 @@
-"""The pool step: a ResourceFlavor, a ClusterQueue and a LocalQueue per pool (DESIGN.md §6).
+"""The pool step: a ResourceFlavor, a ClusterQueue and a LocalQueue per pool (docs/DESIGN.md §6).
 
 One call, in order:
 

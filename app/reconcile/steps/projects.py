@@ -1,4 +1,4 @@
-"""The project step: the namespace `aicp-<project>` (DESIGN.md §6).
+"""The project step: the namespace `aicp-<project>` (docs/DESIGN.md §6).
 
 1. row gone → release;
 2. deletion requested → wait until no pool or workload row is left (the API refuses to

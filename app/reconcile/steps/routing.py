@@ -1,4 +1,4 @@
-"""From informer events to resource keys (DESIGN.md §5, STYLE.md "By key and by level").
+"""From informer events to resource keys (docs/DESIGN.md §5).
 
 The handler runs on an informer's task between two events: it only looks at the object and
 in-memory tables and enqueues a key, never doing I/O.

@@ -1,4 +1,4 @@
-"""The workload step: from an accepted spec to a finished, evidenced Job (DESIGN.md §3 to §8).
+"""The workload step: from an accepted spec to a finished, evidenced Job (docs/DESIGN.md §3 to §8).
 
 One call reads the row and the informer caches and takes the first corrective action that
 applies, in this order:

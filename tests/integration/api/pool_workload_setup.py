@@ -32,7 +32,7 @@ TRAIN_7B: dict[str, Any] = {
 
 
 def workload(name: str = "train-7b", **changes: Any) -> dict[str, Any]:
-    """A valid workload body (API.md's example) with `changes` applied."""
+    """A valid workload body (docs/API.md's example) with `changes` applied."""
     return {**TRAIN_7B, "name": name, **changes}
 
 

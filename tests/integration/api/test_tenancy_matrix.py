@@ -1,4 +1,4 @@
-"""Tenancy and auth across every endpoint of the API (API.md "Authentication and tenancy").
+"""Tenancy and auth across every endpoint of the API (docs/API.md "Authentication and tenancy").
 
 - a token of another project gets 404 on everything under `/projects/research`, as if the
   project did not exist;
@@ -84,7 +84,7 @@ WRITE_ROLE = {
 
 
 def needed_role(method: str, path: str) -> str | None:
-    """The role a call needs per API.md; None for reads any member may make."""
+    """The role a call needs per docs/API.md; None for reads any member may make."""
     for (m, prefix), role in WRITE_ROLE.items():
         if m == method and (
             path == prefix

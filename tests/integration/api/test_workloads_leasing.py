@@ -1,6 +1,6 @@
 """Who hears about a new workload: the doorbell, or the accepting replica's own lease.
 
-DESIGN.md §5: the replica that accepts a create may lease the new resource in the same
+docs/DESIGN.md §5: the replica that accepts a create may lease the new resource in the same
 transaction and queue it locally, skipping the NOTIFY (whose commit takes a cluster-wide lock).
 Notifications are delivered in commit order, so "no doorbell for the create" is checked by
 waiting for a later write's doorbell and looking at what arrived before it.

@@ -1,4 +1,4 @@
-"""Every rule API.md sets on workload bodies, checked over HTTP: the 422 names each bad field.
+"""Every rule docs/API.md sets on workload bodies, checked over HTTP: the 422 names each bad field.
 
 Each table runs against one service (starting one per case would dominate the suite's time);
 a failure names the case.

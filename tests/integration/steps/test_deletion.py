@@ -1,5 +1,5 @@
 """Deleting workloads in every state, pools and projects: DELETING → provider cleanup observed
-→ one-transaction finalization with a tombstone → 404 (DESIGN.md §3 invariants 7, 8, 9)."""
+→ one-transaction finalization with a tombstone → 404 (docs/DESIGN.md §3 invariants 7, 8, 9)."""
 
 from __future__ import annotations
 

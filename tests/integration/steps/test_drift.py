@@ -1,4 +1,4 @@
-"""Drift (DESIGN.md §8) and the server-side apply contract with Kueue (§6)."""
+"""Drift (docs/DESIGN.md §8) and the server-side apply contract with Kueue (§6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fenced steps (DESIGN.md §3 invariants 4, 5): a replica that lost a workload's lease writes
+"""Fenced steps (docs/DESIGN.md §3 invariants 4, 5): a replica that lost a workload's lease writes
 nothing more about it, and the evidence finalizer goes only after a write that landed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Generations (DESIGN.md §3 invariants 2, 3, 6): immutable replacement, and adoption of a Job
+"""Generations (docs/DESIGN.md §3 invariants 2, 3, 6): immutable replacement, and adoption of a Job
 that exists for the current generation instead of creating a second one."""
 
 from __future__ import annotations
