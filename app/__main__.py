@@ -22,21 +22,27 @@ from app.config import ConfigError, Settings
 from app.kube.client import KubeConfigError
 from app.main import Service, run_service
 from app.observability.logs import configure_logging
+from app.supervision import ProcessFailed
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
     from pathlib import Path
 
+EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
 
 def _run(main: Coroutine[Any, Any, None]) -> int:
-    """Run `main` on uvloop; a missing cluster configuration is exit status 2."""
+    """Run `main` on uvloop; a missing cluster configuration is exit status 2, a part of the
+    process that died or did not recover (after an orderly shutdown) exit status 1."""
     try:
         uvloop.run(main)
     except KubeConfigError as exc:
         print(f"aicp: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except ProcessFailed as exc:
+        print(f"aicp: exiting because {exc}", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

@@ -1,7 +1,9 @@
 """Settings from the environment (docs/DESIGN.md §9), validated once at startup.
 
 Beyond §9: `AICP_KUBE_WRITE_QPS` (50) and `AICP_KUBE_WRITE_BURST` (100) set the Kubernetes
-write rate limit (`app.kube.client.KubeSettings`).
+write rate limit (`app.kube.client.KubeSettings`); `AICP_RECOVERY_TIMEOUT_SECONDS` (60) is how
+long the doorbell's LISTEN connection or an informer may stay down before the process exits
+(`app.supervision`).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -121,6 +123,7 @@ class Settings:
     dev_mode: bool = False
     kube_write_qps: float = 50.0
     kube_write_burst: int = 100
+    recovery_timeout_seconds: float = 60.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -176,6 +179,12 @@ class Settings:
                 100,
                 _int_between(1, 100_000),
                 "an integer between 1 and 100000",
+            ),
+            recovery_timeout_seconds=read(
+                "AICP_RECOVERY_TIMEOUT_SECONDS",
+                60.0,
+                _positive_seconds,
+                "a positive number of seconds",
             ),
         )
         if not dev_mode:

@@ -6,9 +6,12 @@
     stop:  /readyz 503 → HTTP server stops accepting and drains → background components stop
            (in reverse order) → DB pool closed
 
-``run_service(settings)`` runs one until SIGTERM/SIGINT. Background components (the
-reconciler, the notifier, informers) are started and stopped in ``_start_background`` /
-``_stop_background``: that is the seam where they plug in.
+``run_service(settings)`` runs one until SIGTERM/SIGINT, or until the process supervisor
+(``app.supervision``) reports that a long-lived part died or did not recover in time: then it
+stops the service in the same order and raises ``ProcessFailed`` (exit status 1), so that
+Kubernetes restarts the container. Background components (the reconciler, the informers, the
+idempotency purge) are started and stopped in ``_start_background`` / ``_stop_background``:
+that is the seam where they plug in, and each hands the supervisor what it runs.
 
 With ``kube_settings`` (always under ``run_service``) the reconciler component is
 ``app.wiring.ReconcilingComponent``: Kubernetes client, informers, the reconcile steps and the
@@ -32,6 +35,7 @@ from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import idempotency
 from app.store.db import Database
 from app.store.migrations import migrate
+from app.supervision import ProcessFailed, Supervisor
 from app.wiring import ReconcilingComponent, kube_settings_for
 
 if TYPE_CHECKING:
@@ -65,6 +69,8 @@ class BackgroundComponent:
     start: Callable[[], Awaitable[None]]
     stop: Callable[[], Awaitable[None]]
     readiness: ReadinessCheck | None = None
+    #: After start: register with the supervisor what must keep running (and recover).
+    supervise: Callable[[Supervisor], None] | None = None
 
 
 @dataclass
@@ -78,6 +84,7 @@ class Service:
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
     kubernetes: ReconcilingComponent | None = None
+    supervisor: Supervisor = field(default_factory=Supervisor)
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
@@ -104,6 +111,7 @@ class Service:
     async def start(self) -> None:
         settings = self.settings
         assert settings.database_url is not None, "database_url is resolved before start"
+        self.supervisor = Supervisor(recovery_seconds=settings.recovery_timeout_seconds)
         self.db = await Database.connect(settings.database_url, size=settings.db_pool_size)
         try:
             applied = await migrate(self.db)
@@ -116,12 +124,26 @@ class Service:
                 readiness_checks=[c.readiness for c in self.components if c.readiness],
                 kube=self.kube,  # the reconciler's client serves the one live read (pod logs)
                 reconciler=self.reconciler,
+                liveness=self.supervisor.liveness,
             )
             self.app = create_app(deps)
             await self._start_http()
+            self._supervise()
         except BaseException:
             await self.stop()
             raise
+
+    def _supervise(self) -> None:
+        """Hand the supervisor the HTTP server and what every background component runs."""
+        assert self._server_task is not None
+        self.supervisor.watch_task("the HTTP server", self._server_task)
+        for component in self._started:
+            if component.supervise is not None:
+                component.supervise(self.supervisor)
+
+    async def wait_failed(self) -> str:
+        """Return why the process must exit, once a long-lived part has died (see above)."""
+        return await self.supervisor.wait_failed()
 
     # --- the seam for background components ---------------------------------------------------
 
@@ -150,7 +172,12 @@ class Service:
             for running in task:
                 await running
 
-        return [BackgroundComponent("idempotency-purge", start, stop), self._reconciler_component()]
+        def supervise(supervisor: Supervisor) -> None:
+            for running in task:
+                supervisor.watch_task("the idempotency purge", running)
+
+        purge = BackgroundComponent("idempotency-purge", start, stop, supervise=supervise)
+        return [purge, self._reconciler_component()]
 
     def _reconciler_component(self) -> BackgroundComponent:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
@@ -177,13 +204,26 @@ class Service:
                 grace=SHUTDOWN_GRACE_SECONDS,
             )
             return BackgroundComponent(
-                "reconciler", kubernetes.start, kubernetes.stop, kubernetes.readiness
+                "reconciler",
+                kubernetes.start,
+                kubernetes.stop,
+                kubernetes.readiness,
+                supervise=kubernetes.supervise,
             )
 
         async def stop() -> None:
             await engine.stop(grace=SHUTDOWN_GRACE_SECONDS)
 
-        return BackgroundComponent("reconciler", engine.start, stop, engine.readiness)
+        def supervise(supervisor: Supervisor) -> None:
+            supervisor.watch_until(
+                "the reconcile engine",
+                engine.wait_closed(),
+                engine.failure_reason,
+            )
+
+        return BackgroundComponent(
+            "reconciler", engine.start, stop, engine.readiness, supervise=supervise
+        )
 
     async def _start_background(self) -> None:
         """Start every background component, in order. The reconciler is added here."""
@@ -231,6 +271,7 @@ class Service:
 
     async def stop(self) -> None:
         """Stop serving and release everything; safe to call more than once."""
+        await self.supervisor.stop()  # parts stopping from now on are not failures
         if self.app is not None:
             self.app.state["stopping"] = True
         if self._server is not None and self._server_task is not None:
@@ -255,6 +296,7 @@ async def run_service(
 
     Always with Kubernetes: in-cluster configuration, else ``KUBECONFIG``, else
     ``settings.kubeconfig`` (dev mode's embedded simulator); `KubeConfigError` when none.
+    Raises `ProcessFailed` after the shutdown when a long-lived part died or did not recover.
     """
     service = Service(settings, kube_settings=kube_settings_for(settings))
     stop = asyncio.Event()
@@ -266,9 +308,26 @@ async def run_service(
         log.info("aicp %s serving on %s", settings.instance_id, service.url)
         if on_ready is not None:
             on_ready(service)
-        await stop.wait()
+        failure = await _first_of(stop.wait(), service.wait_failed())
+        if failure is not None:
+            log.error("shutting down because %s", failure)
+            raise ProcessFailed(failure)
         log.info("shutting down")
     finally:
         await service.stop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+async def _first_of(stopped: Awaitable[object], failed: Awaitable[str]) -> str | None:
+    """Wait for a stop signal or a failure: None for the signal, else the failure."""
+    signal_task = asyncio.ensure_future(stopped)
+    failure_task = asyncio.ensure_future(failed)
+    try:
+        await asyncio.wait({signal_task, failure_task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (signal_task, failure_task):
+            task.cancel()
+    if failure_task.done() and not failure_task.cancelled():
+        return failure_task.result()
+    return None

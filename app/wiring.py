@@ -12,6 +12,11 @@ fall back to reads, not duplicates, but a cold start would cost one GET per work
 does not wait for the sync: the HTTP server is up meanwhile and `/readyz` answers 503 naming
 the kinds still listing, then 200 once the engine runs.
 
+`supervise(supervisor)` hands the process supervisor (`app.supervision`) what must not die:
+the engine (from its start to its close), every informer's loop, and what must recover within
+the bound: every informer's list/watch and, once the engine runs, its doorbell's LISTEN
+connection.
+
 Order on stop matters: the informers are stopped before the client is closed, or their
 watches fail with aiohttp's "Session is closed" instead of ending cleanly; the engine is
 stopped before the informers, so no step runs against a cache that stopped changing.
@@ -29,9 +34,13 @@ from app.kube.informers import Informers
 from app.reconcile.steps import install_steps
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.config import Settings
+    from app.kube.watching import Informer
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
+    from app.supervision import Supervisor
 
 log = logging.getLogger("aicp")
 
@@ -72,6 +81,7 @@ class ReconcilingComponent:
         self.kube: KubeClient | None = None
         self.informers: Informers | None = None
         self._engine_start: asyncio.Task[None] | None = None
+        self._informer_tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self.kube = await KubeClient.connect(self.settings)
@@ -86,15 +96,38 @@ class ReconcilingComponent:
             informers=self.informers,
             instance_id=self.instance_id,
         )
-        self.informers.start()
+        self._informer_tasks = self.informers.start()
         self._engine_start = asyncio.create_task(
-            self._start_engine_when_synced(self.informers), name="reconcile-start"
+            self._run_engine_when_synced(self.informers), name="reconcile-start"
         )
 
-    async def _start_engine_when_synced(self, informers: Informers) -> None:
+    async def _run_engine_when_synced(self, informers: Informers) -> None:
+        """Start the engine once every informer has listed; return when it has closed."""
         await informers.wait_synced()
         log.info("informers synced; starting the reconcile engine")
         await self.engine.start()
+        await self.engine.wait_closed()
+
+    def supervise(self, supervisor: Supervisor) -> None:
+        """Register what must not die, and what must recover, with the process supervisor."""
+        engine = self.engine
+        if self._engine_start is not None:
+            supervisor.watch_task(
+                "the reconcile engine",
+                self._engine_start,
+                engine.failure_reason,
+            )
+        assert self.informers is not None, "supervise() after start()"
+        for informer, task in zip(self.informers.all, self._informer_tasks, strict=True):
+            supervisor.watch_task(f"the {informer.kind} informer", task)
+            supervisor.watch_recovery(f"the {informer.kind} informer", _failing_of(informer))
+
+        def doorbell_down() -> str | None:
+            if not engine.running or engine.doorbell.listening.is_set():
+                return None
+            return "the doorbell's LISTEN connection is lost and not yet re-established"
+
+        supervisor.watch_recovery("the doorbell", doorbell_down)
 
     async def readiness(self) -> str | None:
         """`/readyz`: the kinds not listed yet, a failed engine start, or the engine's own."""
@@ -122,3 +155,8 @@ class ReconcilingComponent:
                 await self.informers.stop()
             if self.kube is not None:
                 await self.kube.close()
+
+
+def _failing_of(informer: Informer) -> Callable[[], str | None]:
+    """Why `informer` cannot list or watch right now (None while it can)."""
+    return lambda: informer.failing

@@ -32,6 +32,8 @@ from app.api.problems import problem_response
 from app.api.validation import MAX_BODY_BYTES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from litestar.types import ASGIApp
 
     from app.kube.client import KubeClient
@@ -52,6 +54,8 @@ class ApiDependencies:
     # This replica's engine: creates lease the new resource in their own transaction and queue
     # it locally, instead of ringing the doorbell (docs/DESIGN.md §5). None: creates ring.
     reconciler: Reconciler | None = None
+    # `/healthz`: None while every long-lived part of the process lives, else why not.
+    liveness: Callable[[], str | None] | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -110,6 +114,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["db"] = deps.db
     app.state["admin_token"] = deps.admin_token
     app.state["readiness_checks"] = deps.readiness_checks
+    app.state["liveness"] = deps.liveness
     app.state["kube"] = deps.kube
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state["stopping"] = False

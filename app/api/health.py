@@ -1,4 +1,9 @@
-"""``/healthz`` (the process runs), ``/readyz`` (it can serve), ``/metrics`` (Prometheus)."""
+"""``/healthz`` (the process lives), ``/readyz`` (it can serve), ``/metrics`` (Prometheus).
+
+``/healthz`` asks the process supervisor (``app.supervision``, through the ``liveness``
+callable of ``ApiDependencies``): once a long-lived part has died or has not recovered in
+time, it answers 503 with the reason while the process shuts down and exits.
+"""
 
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -19,10 +24,16 @@ ReadinessCheck = Callable[[], Awaitable[str | None]]
     include_in_schema=True,
     summary="Liveness",
     tags=["operations"],
-    description="200 while the process runs.",
+    description="200 while every long-lived part of the process (HTTP server, reconcile "
+    "engine, informers, purge) runs; 503 with the reason once one has died or has not "
+    "recovered within `AICP_RECOVERY_TIMEOUT_SECONDS`: the process is then about to exit.",
 )
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def healthz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
+    liveness: Callable[[], str | None] | None = request.app.state.get("liveness")
+    failure = liveness() if liveness is not None else None
+    if failure is not None:
+        return Response({"status": "failing", "reason": failure}, status_code=503)
+    return Response({"status": "ok"}, status_code=200)
 
 
 @get(

@@ -82,9 +82,9 @@ class Informers:
         for informer in self.all:
             informer.add_handler(handler)
 
-    def start(self) -> None:
-        for informer in self.all:
-            informer.start()
+    def start(self) -> list[asyncio.Task[None]]:
+        """Start every informer's loop; return the tasks (they end only when cancelled)."""
+        return [informer.start() for informer in self.all]
 
     def all_synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.all)

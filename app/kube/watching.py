@@ -106,6 +106,9 @@ class Informer:
         self._handlers: list[Handler] = []
         self._progressed = False
         self._task: asyncio.Task[None] | None = None
+        #: Why the last list/watch attempt failed, until one succeeds again (None meanwhile):
+        #: what the process supervisor asks to decide that the informer cannot recover.
+        self.failing: str | None = None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -167,10 +170,14 @@ class Informer:
             except KubeError as exc:
                 reason, retry_after = _reason(exc), exc.retry_after
                 log.warning("%s list/watch failed (%s): %s", self.kind, reason, exc.message)
+                self.failing = f"list/watch failed ({reason}): {exc.message}"
+            else:
+                self.failing = None  # the stream ended as streams do: the server answers
             self._restarted(reason)
             if self._progressed:
                 # A list completed or the stream carried events: the server works again.
                 self.backoff.reset()
+                self.failing = None
             if reason in ("ended", "gone") and self.backoff.attempt == 0:
                 # Resume (or relist) at once; an immediate repeat without progress backs off.
                 self.backoff.attempt = 1

@@ -123,6 +123,7 @@ class Reconciler:
         self._stopping: asyncio.Future[None] | None = None
         self._closed = asyncio.Event()
         self.failure: BaseException | None = None
+        self.failed_task: str | None = None  # the name of the root task whose end stopped it
 
     @property
     def owner(self) -> str:
@@ -213,6 +214,17 @@ class Reconciler:
         self.queue.close()
         self._closed.set()
 
+    def failure_reason(self) -> str | None:
+        """Which root task ended and how, once one has stopped the engine; else None."""
+        if self.failure is None:
+            return None
+        return f"its task {self.failed_task} ended: {self.failure!r}"
+
+    @property
+    def running(self) -> bool:
+        """Started, and neither stopping nor stopped."""
+        return self._supervisor is not None and self._stopping is None
+
     async def readiness(self) -> str | None:
         """A `/readyz` check: None while running, else why not."""
         if self._supervisor is None:
@@ -253,6 +265,7 @@ class Reconciler:
         task = next(iter(done))
         exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
         self.failure = exc or RuntimeError(f"{task.get_name()} returned")
+        self.failed_task = task.get_name()
         log.error("reconcile task %s ended; stopping the engine", task.get_name(), exc_info=exc)
         self._stopping = asyncio.create_task(self._stop(0.0), name="reconcile-stop")
 

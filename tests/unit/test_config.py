@@ -33,12 +33,14 @@ def test_every_variable_is_read() -> None:
             "AICP_WORKERS": "4",
             "AICP_DB_POOL_SIZE": "3",
             "AICP_LOG_FORMAT": "console",
+            "AICP_RECOVERY_TIMEOUT_SECONDS": "90",
         }
     )
     assert (settings.kubeconfig, settings.instance_id, settings.http_host) == ("/k", "a-1", "::1")
     assert (settings.http_port, settings.workers, settings.db_pool_size) == (9000, 4, 3)
     assert (settings.lease_ttl_seconds, settings.sweep_interval_seconds) == (2.5, 0.5)
     assert settings.log_format == "console"
+    assert settings.recovery_timeout_seconds == 90.0
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,7 @@ def test_every_variable_is_read() -> None:
         ("AICP_WORKERS", "0"),
         ("AICP_DB_POOL_SIZE", "lots"),
         ("AICP_LOG_FORMAT", "yaml"),
+        ("AICP_RECOVERY_TIMEOUT_SECONDS", "0"),
         ("DATABASE_URL", "mysql://db"),
     ],
 )
