@@ -1,0 +1,409 @@
+"""A real Kubernetes control plane with Kueue and fake GPU nodes, as plain local processes.
+
+`RealCluster.start()` runs, in order, each waited for with a deadline:
+
+1. etcd (data in the cluster's directory, no fsync);
+2. kube-apiserver on 127.0.0.1 (RBAC, static tokens, a serving certificate from our own CA);
+3. the Kueue CRDs, namespace `kueue-system`, and aicp's ClusterRole as the chart renders it,
+   bound to the `aicp` user, whose token has nothing else (`aicp_kubeconfig`);
+4. kube-controller-manager and kube-scheduler;
+5. KWOK playing kubelet for `nodes` GPU nodes labelled as kubesim's fake GPU operator labels
+   them (`nvidia.com/gpu.product`, memory, count...), their pods steered by the same
+   `KUBESIM_*` container env the kubesim kubelet reads (see `pod-stages.yaml`);
+6. the Kueue manager, out of cluster, with its webhooks not registered.
+
+`stop()` stops them in reverse order. Each component logs to `<directory>/logs/<name>.log`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from realcluster import build as building
+from realcluster import kubeapi, pki, processes
+from realcluster.gpu_nodes import gpu_node
+
+HERE = Path(__file__).resolve().parent
+#: Kueue's manager reads its metrics serving pair from this fixed path when it does not manage
+#: certificates itself (metrics are off here; the files only have to exist).
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+
+#: Static token identities (token file rows). Components act as cluster admins, as they would
+#: with their bootstrap RBAC; aicp gets exactly the chart's ClusterRole.
+ADMIN_USER = "admin"
+AICP_USER = "aicp"
+_MASTERS = ("admin", "kube-controller-manager", "kube-scheduler", "kwok", "kueue")
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    nodes: int = 2
+    gpus_per_node: int = 8
+    profile: str = "h100"
+    start_timeout: float = 90.0
+
+
+class RealCluster:
+    """One real cluster in `directory` (a fresh temporary one by default)."""
+
+    def __init__(
+        self,
+        options: ClusterOptions | None = None,
+        *,
+        directory: Path | None = None,
+        build: building.Build | None = None,
+    ) -> None:
+        self.options = options or ClusterOptions()
+        self._own_directory = directory is None
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="aicp-real-cluster-"))
+        self.build = build or building.current()
+        self.tokens = {user: f"{user}-{_random()}" for user in (*_MASTERS, AICP_USER)}
+        self.ports = {
+            name: processes.free_port()
+            for name in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")
+        }
+        self.ports |= {name: processes.free_port() for name in ("kueue-webhook", "kueue-health")}
+        self.supervisor = processes.Supervisor(self.directory / "logs")
+        self.pki: pki.Pki | None = None
+        self.started_in: float | None = None
+
+    # --- where things are ---
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def ca_file(self) -> Path:
+        assert self.pki is not None
+        return self.pki.ca_cert
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.directory / "admin.kubeconfig"
+
+    @property
+    def aicp_kubeconfig(self) -> Path:
+        """A kubeconfig whose user holds only the chart's ClusterRole."""
+        return self.directory / "aicp.kubeconfig"
+
+    def api(self, user: str = ADMIN_USER) -> kubeapi.Api:
+        return kubeapi.Api(self.url, self.tokens[user], self.ca_file)
+
+    def kubeconfig(self, user: str = ADMIN_USER) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "real",
+                    "cluster": {"server": self.url, "certificate-authority": str(self.ca_file)},
+                }
+            ],
+            "users": [{"name": user, "user": {"token": self.tokens[user]}}],
+            "contexts": [{"name": user, "context": {"cluster": "real", "user": user}}],
+            "current-context": user,
+        }
+
+    def write_kubeconfig(self, path: Path, user: str = ADMIN_USER) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.kubeconfig(user), sort_keys=False))
+        return path
+
+    # --- life cycle ---
+
+    def __enter__(self) -> RealCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        started = time.monotonic()
+        try:
+            self.pki = pki.make_pki(self.directory / "pki")
+            self._write_files()
+            self._start_etcd()
+            self._start_apiserver()
+            self._install()
+            self._start_controller_manager()
+            self._start_scheduler()
+            self._start_kwok()
+            self._start_kueue()
+        except BaseException:
+            self.stop()
+            raise
+        self.started_in = time.monotonic() - started
+
+    def stop(self) -> None:
+        self.supervisor.stop_all()
+        if self._own_directory and not _keep_logs():
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    # --- the steps ---
+
+    def _write_files(self) -> None:
+        rows = [f"{token},{user},{user}" for user, token in self.tokens.items()]
+        rows = [
+            row + (',"system:masters"' if row.split(",")[1] in _MASTERS else "") for row in rows
+        ]
+        (self.directory / "tokens.csv").write_text("\n".join(rows) + "\n")
+        self.write_kubeconfig(self.admin_kubeconfig)
+        self.write_kubeconfig(self.aicp_kubeconfig, AICP_USER)
+        for user in _MASTERS:
+            self.write_kubeconfig(self.directory / f"{user}.kubeconfig", user)
+
+    def _bin(self, name: str) -> str:
+        return str(self.build.binary(name))
+
+    def _start_etcd(self) -> None:
+        client, peer = self.ports["etcd"], self.ports["etcd-peer"]
+        component = self.supervisor.start(
+            "etcd",
+            [
+                self._bin("etcd"),
+                f"--data-dir={self.directory / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{client}",
+                f"--advertise-client-urls=http://127.0.0.1:{client}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        health = f"http://127.0.0.1:{client}/health"
+        self.supervisor.wait(component, lambda: kubeapi.http_ok(health), "/health", 30)
+
+    def _start_apiserver(self) -> None:
+        assert self.pki is not None
+        port = self.ports["apiserver"]
+        component = self.supervisor.start(
+            "kube-apiserver",
+            [
+                self._bin("kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.directory / 'apiserver'}",
+                f"--tls-cert-file={self.pki.serving_cert}",
+                f"--tls-private-key-file={self.pki.serving_key}",
+                f"--client-ca-file={self.pki.ca_cert}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-account-issuer=https://127.0.0.1:{port}",
+                f"--service-account-key-file={self.pki.service_account_key}",
+                f"--service-account-signing-key-file={self.pki.service_account_key}",
+                f"--token-auth-file={self.directory / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--anonymous-auth=true",
+                "--disable-admission-plugins=ServiceAccount",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--max-requests-inflight=1000",
+                "--max-mutating-requests-inflight=500",
+            ],
+        )
+        api = self.api()
+        self.supervisor.wait(
+            component, lambda: api.healthy("/readyz"), "/readyz", self.options.start_timeout
+        )
+
+    def _install(self) -> None:
+        api = self.api()
+        api.apply("/api/v1/namespaces/kueue-system", _namespace("kueue-system"))
+        crds = sorted(self.build.kueue_crds.glob("*.yaml"))
+        if not crds:
+            raise processes.ComponentError(
+                f"real cluster: no Kueue CRDs in {self.build.kueue_crds} (make real-cluster)"
+            )
+        names = []
+        for path in crds:
+            crd = yaml.safe_load(path.read_text())
+            names.append(crd["metadata"]["name"])
+            api.apply(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{names[-1]}", crd)
+        deadline = time.monotonic() + 30
+        for name in names:
+            while not _established(
+                api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            ):
+                if time.monotonic() > deadline:
+                    raise processes.ComponentError(f"real cluster: CRD {name} not Established")
+                time.sleep(0.1)
+        for manifest in aicp_rbac(AICP_USER):
+            kind = manifest["kind"].lower() + "s"
+            name = manifest["metadata"]["name"]
+            api.apply(f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}", manifest)
+
+    def _component_flags(self, user: str, port: int) -> list[str]:
+        kubeconfig = self.directory / f"{user}.kubeconfig"
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.directory / user}",
+        ]
+
+    def _wait_healthz(self, component: processes.Component, port: int) -> None:
+        url = f"https://127.0.0.1:{port}/healthz"
+        self.supervisor.wait(component, lambda: kubeapi.http_ok(url, insecure=True), "/healthz", 60)
+
+    def _start_controller_manager(self) -> None:
+        port = self.ports["kcm"]
+        component = self.supervisor.start(
+            "kube-controller-manager",
+            [
+                self._bin("kube-controller-manager"),
+                *self._component_flags("kube-controller-manager", port),
+                "--controllers=*",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+                "--concurrent-job-syncs=10",
+            ],
+        )
+        self._wait_healthz(component, port)
+
+    def _start_scheduler(self) -> None:
+        port = self.ports["scheduler"]
+        component = self.supervisor.start(
+            "kube-scheduler",
+            [self._bin("kube-scheduler"), *self._component_flags("kube-scheduler", port)],
+        )
+        self._wait_healthz(component, port)
+
+    def _start_kwok(self) -> None:
+        stages = [HERE / "pod-stages.yaml", *sorted(self.build.kwok_stages.glob("*.yaml"))]
+        port = self.ports["kwok"]
+        component = self.supervisor.start(
+            "kwok",
+            [
+                self._bin("kwok"),
+                f"--kubeconfig={self.directory / 'kwok.kubeconfig'}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                "--node-lease-duration-seconds=40",
+                "--cidr=10.0.128.0/17",
+                "--node-ip=127.0.0.1",
+                f"--server-address=127.0.0.1:{port}",
+                *(f"--config={path}" for path in stages),
+            ],
+        )
+        self.supervisor.wait(
+            component, lambda: kubeapi.http_ok(f"http://127.0.0.1:{port}/healthz"), "/healthz", 30
+        )
+        api = self.api()
+        names = []
+        for index in range(self.options.nodes):
+            node = gpu_node(index, self.options.profile, self.options.gpus_per_node)
+            names.append(node["metadata"]["name"])
+            api.request("POST", "/api/v1/nodes", node)
+
+        def nodes_ready() -> bool:
+            return all(_node_ready(api.get(f"/api/v1/nodes/{name}")) for name in names)
+
+        self.supervisor.wait(component, nodes_ready, "its nodes to be Ready, untainted", 60)
+
+    def _start_kueue(self) -> None:
+        assert self.pki is not None
+        webhook_certs = self.directory / "kueue-webhook"
+        webhook_certs.mkdir(exist_ok=True)
+        for directory in (webhook_certs, KUEUE_METRICS_CERTS):
+            _install_serving_pair(self.pki, directory)
+        config = self.directory / "kueue.yaml"
+        config.write_text(yaml.safe_dump(self._kueue_config(webhook_certs), sort_keys=False))
+        component = self.supervisor.start(
+            "kueue",
+            [self._bin("kueue"), f"--config={config}", "--zap-log-level=info"],
+            env={"KUBECONFIG": str(self.directory / "kueue.kubeconfig")},
+        )
+        url = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
+        self.supervisor.wait(component, lambda: kubeapi.http_ok(url), "/readyz", 60)
+
+    def _kueue_config(self, webhook_certs: Path) -> dict[str, Any]:
+        return {
+            "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+            "kind": "Configuration",
+            "namespace": "kueue-system",
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['kueue-health']}"},
+            "metrics": {"bindAddress": "0"},
+            "webhook": {
+                "host": "127.0.0.1",
+                "port": self.ports["kueue-webhook"],
+                "certDir": str(webhook_certs),
+            },
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "clientConnection": {"qps": 200, "burst": 400},
+            "manageJobsWithoutQueueName": False,
+            "integrations": {"frameworks": ["batch/job"]},
+            "featureGates": {"VisibilityOnDemand": False},
+        }
+
+
+def aicp_rbac(user: str) -> list[dict[str, Any]]:
+    """The chart's ClusterRole for aicp, bound to `user` instead of the chart's ServiceAccount."""
+    from realcluster.chart import chart_cluster_role
+
+    role = chart_cluster_role()
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "aicp-real-cluster"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    return [role, binding]
+
+
+def _install_serving_pair(certs: pki.Pki, directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(certs.serving_cert, directory / "tls.crt")
+        shutil.copyfile(certs.serving_key, directory / "tls.key")
+    except OSError as exc:
+        raise processes.ComponentError(
+            f"real cluster: kueue needs a certificate pair in {directory}: {exc}"
+        ) from exc
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _established(crd: dict[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    return ready and not (node.get("spec") or {}).get("taints")
+
+
+def _random() -> str:
+    import secrets
+
+    return secrets.token_hex(12)
+
+
+def _keep_logs() -> bool:
+    import os
+
+    return bool(os.environ.get("AICP_REAL_CLUSTER_KEEP"))

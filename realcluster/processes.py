@@ -1,0 +1,135 @@
+"""Child processes of one real cluster: started in order, each logging to its own file, each
+waited for with a deadline, all stopped in reverse order.
+
+A component is started in its own process group with `PR_SET_PDEATHSIG`, so it dies with the
+process that started it even when that one is killed with SIGKILL: an interrupted test run
+leaves no etcd or apiserver behind. A component that exits, or is not ready by its deadline,
+raises `ComponentError` with one line naming it and its log file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ComponentError(Exception):
+    """A component failed to start, exited, or was not ready in time."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class Component:
+    """One running child process."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def check_alive(self) -> None:
+        code = self.process.poll()
+        if code is not None:
+            raise ComponentError(
+                f"real cluster: {self.name} exited with status {code}: "
+                f"{_tail(self.log)} (log: {self.log})"
+            )
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def _tail(log: Path) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1][:300] if lines else "no output"
+
+
+@dataclass
+class Supervisor:
+    """The components of one cluster, in start order."""
+
+    logs: Path
+    components: list[Component] = field(default_factory=list)
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
+        if not Path(argv[0]).exists():
+            raise ComponentError(
+                f"real cluster: {name}: {argv[0]} does not exist (make real-cluster)"
+            )
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"{name}.log"
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        component = Component(name, process, log)
+        self.components.append(component)
+        return component
+
+    def wait(
+        self, component: Component, ready: Callable[[], bool], what: str, timeout: float
+    ) -> None:
+        """Poll `ready` until it is true; raise if the component exits or time runs out."""
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while True:
+            component.check_alive()
+            try:
+                if ready():
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise ComponentError(
+                    f"real cluster: {component.name} not ready after {timeout:.0f} s "
+                    f"(waiting for {what}); see {component.log}"
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def stop_all(self) -> None:
+        for component in reversed(self.components):
+            component.stop()
+        self.components.clear()
