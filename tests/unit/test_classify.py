@@ -268,6 +268,12 @@ def test_every_reason_is_a_whole_sentence(
     assert text.endswith(".") and not text.endswith("..")
 
 
+def _uncounted(builder: JobBuilder) -> JobBuilder:
+    """The pods have ended, but the Job controller has not looked yet (a real cluster's gap)."""
+    builder.job["status"] = {"startTime": builder.job["status"].get("startTime"), "active": 1}
+    return builder
+
+
 def _without_condition(builder: JobBuilder, kind: str) -> JobBuilder:
     conditions = builder.job["status"]["conditions"]
     conditions[:] = [c for c in conditions if c["type"] != kind]
@@ -286,6 +292,16 @@ def _without_condition(builder: JobBuilder, kind: str) -> JobBuilder:
             lambda: _without_condition(make_job().admitted().succeeded(), "Complete"),
             "All pods completed; the Job is finishing.",
             id="success-criteria-met-before-complete",
+        ),
+        pytest.param(
+            lambda: _uncounted(make_job().admitted().succeeded()),
+            "All pods completed; the Job is finishing.",
+            id="pod-succeeded-before-the-job-counted-it",
+        ),
+        pytest.param(
+            lambda: _uncounted(make_job().admitted().failed(exit_code=3)),
+            "The Job is failing (BackoffLimitExceeded); waiting for its pods to stop.",
+            id="last-attempt-failed-before-the-job-counted-it",
         ),
     ],
 )

@@ -46,7 +46,7 @@ from app.domain.quantity import QuantityError, format_bytes, parse_quantity
 from app.domain.states import WorkloadState
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["Classification", "ClassifyContext", "Evidence", "classify"]
 
@@ -58,6 +58,27 @@ class Classification(NamedTuple):
     state: WorkloadState
     reason: str
     evidence: Evidence
+
+
+class _Decided(NamedTuple):
+    failure: str | None  # None: it succeeded
+
+
+def _decided_by_pods(
+    job: KubeObject, live: Sequence[KubeObject], context: ClassifyContext
+) -> _Decided | None:
+    """The outcome the Job's ended pods already decide while the Job has not counted them yet
+    (None: undecided, e.g. a failed pod the Job will retry)."""
+    succeeded = sum(1 for pod in live if phase(pod) == "Succeeded")
+    failed = sum(1 for pod in live if phase(pod) == "Failed")
+    completions = int(field(job, "spec", "completions") or context.replicas)
+    backoff_limit = field(job, "spec", "backoffLimit")
+    limit = 6 if backoff_limit is None else int(backoff_limit)  # the Job API's default
+    if failed > limit:
+        return _Decided("BackoffLimitExceeded")
+    if failed == 0 and succeeded >= completions:
+        return _Decided(None)
+    return None
 
 
 def _products(node_names: Iterable[str], nodes: Mapping[str, KubeObject]) -> list[str]:
@@ -216,6 +237,12 @@ def classify(
         if job_count(job, "failed") > 0:
             reason += " " + _previous_attempt(mine, context, evidence)
         return Classification(WorkloadState.RUNNING, reason, evidence)
+
+    # Pods that ended before the Job controller counted them: the outcome is decided, the Job
+    # is catching up (a real cluster shows this for a few milliseconds; it is no restart).
+    decided = _decided_by_pods(job, live, context)
+    if decided is not None:
+        return Classification(WorkloadState.RUNNING, reasons.finishing(decided.failure), evidence)
 
     admitted = (
         is_true(kueue_workload, "QuotaReserved")
