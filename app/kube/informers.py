@@ -27,6 +27,7 @@ from app.domain.labels import (
     KUEUE_JOB_UID_LABEL,
     MANAGED_BY_SELECTOR,
     NAME_PREFIX,
+    QUEUE_NAME_LABEL,
 )
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
 from app.kube.watching import Accept, Backoff, Handler, Informer
@@ -69,6 +70,7 @@ class Informers:
         self.pods = informer(PODS, MANAGED_BY_SELECTOR)
         self.nodes = informer(NODES)
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
+        self.jobs.index_by_label(QUEUE_NAME_LABEL)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
         self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)

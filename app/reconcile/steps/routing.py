@@ -9,7 +9,9 @@ in-memory tables and enqueues a key, never doing I/O.
 |               |                 | hand, the uid last seen on that Job. A Job being deleted     |
 |               |                 | while aicp's finalizer holds it wakes the workload (below)   |
 | Kueue Workload| workload        | its owner Job (ownerReferences) → that Job's uid            |
-| ClusterQueue  | pool            | by name, through `PoolRoutes` (filled by the pool steps)    |
+| ClusterQueue  | pool, and the   | by name, through `PoolRoutes` (filled by the pool steps);   |
+|               | pool's queued   | its queued workloads (suspended Jobs of that queue in that  |
+|               | workloads       | namespace) too: their reason quotes the pool's usage        |
 | Node          | —               | nodes change evidence only through the pods that use them   |
 
 Workload keys go through `enqueue_local`: a workload that needs attention is either leased
@@ -25,8 +27,14 @@ import uuid
 from typing import TYPE_CHECKING
 
 from app.domain.kube_objects import key_of, label_of, name_of, namespace_of
-from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
-from app.domain.naming import cluster_queue_name
+from app.domain.labels import (
+    EVIDENCE_FINALIZER,
+    POOL_LABEL,
+    PROJECT_LABEL,
+    QUEUE_NAME_LABEL,
+    UID_LABEL,
+)
+from app.domain.naming import cluster_queue_name, namespace_for
 from app.store import reconciling
 
 if TYPE_CHECKING:
@@ -102,6 +110,7 @@ class EventRouter:
             pool_id = self._routes.pool_of(name)
             if pool_id is not None:
                 self._engine.wake("pool", pool_id)
+            self._queued_in(obj)
 
     def workload_of_job(self, obj: Manifest) -> uuid.UUID | None:
         """The workload a Job belongs to: its uid label, else the uid last seen on it."""
@@ -127,6 +136,19 @@ class EventRouter:
             self._engine.wake("workload", workload_id)
             return
         self._workload(workload_id)
+
+    def _queued_in(self, cluster_queue: Manifest) -> None:
+        """Wake the workloads waiting in a pool whose usage changed: "Waiting for quota ...
+        with 8 in use" must follow the ClusterQueue's numbers, which Kueue updates after it
+        has queued them."""
+        project = label_of(cluster_queue, PROJECT_LABEL)
+        pool = label_of(cluster_queue, POOL_LABEL)
+        if not project or not pool:
+            return
+        namespace = namespace_for(project)
+        for job in self._informers.jobs.by_label(QUEUE_NAME_LABEL, pool):
+            if namespace_of(job) == namespace and (job.get("spec") or {}).get("suspend"):
+                self._workload(self.workload_of_job(job))
 
     def _kueue_workload(self, obj: Manifest) -> None:
         namespace = namespace_of(obj)
