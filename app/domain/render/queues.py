@@ -88,9 +88,10 @@ def render_cluster_queue(pool: PoolIdentity, quota: Quota, binding: BindingPut) 
 
     It admits workloads only from the project's namespace (selected by its
     `aicp.dev/project` label). There is no cohort: pools neither lend nor borrow. Should
-    one ever be needed, the v1beta2 field is `cohortName` (not `cohort`). No `preemption`
-    either (Kueue's default `Never`): a workload's priority orders the pool's queue but never
-    stops a running workload of the same pool.
+    one ever be needed, the v1beta2 field is `cohortName` (not `cohort`). Within the pool a
+    workload's priority both orders the queue and preempts (`withinClusterQueue:
+    LowerPriority`): a `high` workload that does not fit stops as many `low`/`normal` ones as
+    it needs, which Kueue requeues; equal priorities never preempt each other.
     """
     resources: list[dict[str, str | int]] = [
         {"name": "cpu", "nominalQuota": quota.cpu},
@@ -112,6 +113,7 @@ def render_cluster_queue(pool: PoolIdentity, quota: Quota, binding: BindingPut) 
         },
         "spec": {
             "namespaceSelector": {"matchLabels": {PROJECT_LABEL: pool.project}},
+            "preemption": {"withinClusterQueue": "LowerPriority"},
             "resourceGroups": [
                 {
                     "coveredResources": ["cpu", "memory", binding.resource_name],
