@@ -1,7 +1,8 @@
 """Derive kubesim's strict Kueue schemas (`kubesim/schemas/*.json`) from Kueue's CRDs.
 
-Run once per Kueue upgrade and commit the output:
-`python -m kubesim.schema_derive /work/shared/reference/kueue-v0.19.2-crds`
+Run once per Kueue upgrade and commit the output: `python -m kubesim.schema_derive CRD_DIR`,
+where CRD_DIR holds the Kueue CRDs (`make real-cluster` copies those of the pinned Kueue module
+into its cache; `tests/kubesim/test_schemas.py` checks the output against them).
 
 The CRD's `openAPIV3Schema` (v1beta2) becomes a JSON Schema (draft 2020-12): descriptions and
 `x-kubernetes-validations` (CEL) dropped, `nullable` and `x-kubernetes-int-or-string` turned into

@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.support.pg_fixtures",
     "tests.support.kube_fixtures",
     "tests.support.service",
+    "tests.support.real_cluster",
 ]

@@ -1,4 +1,5 @@
-"""kubesim's hand-kept Kueue schemas agree with Kueue's CRDs (skipped without the reference)."""
+"""kubesim's Kueue schemas agree with Kueue's own CRDs, as the pinned Kueue module ships them
+(the real-cluster build copies them out of the module: part of the real-cluster tier)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import pytest
 
 from kubesim.schema_derive import crd_schema
 from kubesim.validation import CUSTOM_SCHEMAS, schema_files
+from tests.support.kube_schemas import kueue_crds
 
-CANDIDATES = [
-    Path("/work/shared/reference/kueue-v0.19.2-crds"),
-    Path(__file__).resolve().parents[3] / "shared" / "reference" / "kueue-v0.19.2-crds",
-    Path("../shared/reference/kueue-v0.19.2-crds"),
-]
-CRD_DIR = next((p for p in CANDIDATES if p.is_dir()), None)
-pytestmark = pytest.mark.skipif(CRD_DIR is None, reason="Kueue CRD reference not available")
+pytestmark = pytest.mark.real_cluster
+
+
+@pytest.fixture(scope="module")
+def crd_dir() -> Path:
+    crds = kueue_crds()
+    if crds is None:
+        pytest.fail("the Kueue CRDs come from the real-cluster build: run `make real-cluster`")
+    return crds
 
 
 def _types(node: dict[str, Any]) -> set[str]:
@@ -58,10 +62,10 @@ def compare(ours: dict[str, Any], crd: dict[str, Any], path: str, problems: list
 
 
 @pytest.mark.parametrize("filename", schema_files())
-def test_each_kueue_schema_matches_its_crd(filename):
+def test_each_kueue_schema_matches_its_crd(filename, crd_dir):
     ours = json.loads((CUSTOM_SCHEMAS / filename).read_text())
     problems: list[str] = []
-    compare(ours, crd_schema(CRD_DIR, filename.removesuffix(".json")), "", problems)
+    compare(ours, crd_schema(crd_dir, filename.removesuffix(".json")), "", problems)
     assert problems == []
 
 

@@ -41,8 +41,12 @@ async def kube_cluster_with_controllers(
         yield cluster
 
 
-def api_client_for(cluster: Cluster) -> client.ApiClient:
-    """A kubernetes_asyncio ApiClient for `cluster` (token accepted and ignored)."""
+def api_client_for(cluster: Any) -> client.ApiClient:
+    """A kubernetes_asyncio ApiClient for `cluster`: kubesim (token accepted and ignored) or a
+    real cluster's backend (a cluster admin's client, see tests/support/real_cluster.py)."""
+    if not isinstance(cluster, Cluster):
+        real_client: client.ApiClient = cluster.api_client()
+        return real_client
     configuration = client.Configuration(host=cluster.url)
     configuration.api_key = {"authorization": "kubesim-token"}
     configuration.api_key_prefix = {"authorization": "Bearer"}

@@ -1,10 +1,12 @@
 """Validation of rendered manifests against the real schemas, as a strict apiserver would.
 
 Built-in kinds go through `kubernetes_validate` (the newest Kubernetes version it ships,
-strict: unknown fields are errors). Kueue kinds go through the v1beta2 `openAPIV3Schema` of
-the Kueue CRDs in `/work/shared/reference/kueue-v0.19.2-crds/`, made strict the way the
-apiserver prunes: every object schema with declared properties rejects other keys. Neither
-schema checks label and name syntax, so `check_metadata` does that with apimachinery's rules.
+strict: unknown fields are errors). Kueue kinds go through kubesim's strict copies of their
+schemas (`kubesim/schemas/`, ours) and, once the real cluster is built (`make real-cluster`),
+also through the v1beta2 `openAPIV3Schema` of the Kueue CRDs that the build takes from the
+pinned Kueue module, made strict the way the apiserver prunes: every object schema with
+declared properties rejects other keys. Neither schema checks label and name syntax, so
+`check_metadata` does that with apimachinery's rules.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from typing import Any
 
 import jsonschema
 import kubernetes_validate
-import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
 
-KUEUE_CRDS = Path("/work/shared/reference/kueue-v0.19.2-crds")
+from realcluster import build as real_cluster_build
+
 #: kubesim's own strict copies of the Kueue schemas (what its apiserver enforces), if shipped.
 KUBESIM_SCHEMAS = Path(__file__).resolve().parents[2] / "kubesim" / "schemas"
 
@@ -56,19 +58,26 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
+def kueue_crds() -> Path | None:
+    """The Kueue CRDs of the pinned Kueue module, once `make real-cluster` has built."""
+    build = real_cluster_build.built()
+    return build.kueue_crds if build is not None else None
+
+
 @functools.cache
-def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any]:
-    """The strict openAPIV3Schema of a Kueue kind; skips the test when the CRDs are absent."""
-    if not KUEUE_CRDS.is_dir():
-        pytest.skip(f"Kueue CRDs not found in {KUEUE_CRDS}")
-    for path in sorted(KUEUE_CRDS.glob("*.yaml")):
+def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any] | None:
+    """The strict openAPIV3Schema of a Kueue kind from its CRD; None before the build."""
+    crds = kueue_crds()
+    if crds is None:
+        return None
+    for path in sorted(crds.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         if crd["spec"]["names"]["kind"] != kind:
             continue
         for served in crd["spec"]["versions"]:
             if served["name"] == version:
                 return dict(_strict(served["schema"]["openAPIV3Schema"]))
-    raise LookupError(f"no CRD for {kind} {version} in {KUEUE_CRDS}")
+    raise LookupError(f"no CRD for {kind} {version} in {crds}")
 
 
 @functools.cache
@@ -79,17 +88,17 @@ def kubesim_schema(kind: str) -> dict[str, Any] | None:
 
 
 def validate_kueue(manifest: dict[str, Any]) -> None:
-    """Raise unless `manifest` is valid against its Kueue CRD schema (strict).
-
-    Also checks kubesim's copy of the schema when the simulator ships one, so a field the
-    real CRD accepts but kubesim would refuse shows up here rather than as a 422 at run time.
-    """
+    """Raise unless `manifest` is valid against kubesim's strict schema of its kind and, once
+    the real cluster is built, against the Kueue CRD's (strict): a field one accepts and the
+    other refuses shows up here rather than as a 422 at run time."""
     group, _, version = manifest["apiVersion"].partition("/")
     assert group == "kueue.x-k8s.io", manifest["apiVersion"]
-    jsonschema.validate(manifest, kueue_schema(manifest["kind"], version))
     simulated = kubesim_schema(manifest["kind"])
-    if simulated is not None:
-        jsonschema.Draft202012Validator(simulated).validate(manifest)
+    assert simulated is not None, f"kubesim has no schema for {manifest['kind']}"
+    jsonschema.Draft202012Validator(simulated).validate(manifest)
+    real = kueue_schema(manifest["kind"], version)
+    if real is not None:
+        jsonschema.validate(manifest, real)
 
 
 def check_metadata(manifest: dict[str, Any], *, namespaced: bool) -> None:

@@ -41,7 +41,7 @@ class RunningService:
     """One running replica and what a test needs to talk to it and to the cluster."""
 
     service: Service
-    cluster: Cluster
+    cluster: Any  # a kubesim Cluster, or the real cluster's backend (tests/support/real_cluster.py)
     client: httpx.AsyncClient  # sends the platform admin token
     kube: KubeClient  # an observer's client for kubesim, not the service's
     database_url: str
@@ -88,14 +88,15 @@ class RunningService:
 @contextlib.asynccontextmanager
 async def start_service(
     database_url: str,
-    cluster: Cluster,
+    cluster: Any,
     directory: Path,
     *,
     instance_id: str | None = None,
     wait_ready: bool = True,
     **settings: Any,
 ) -> AsyncIterator[RunningService]:
-    """Start a full replica against `cluster` (kubeconfig written into `directory`)."""
+    """Start a full replica against `cluster`, kubesim or real (kubeconfig written into
+    `directory`)."""
     kubeconfig = cluster.write_kubeconfig(directory / f"kubeconfig-{secrets.token_hex(3)}")
     options: dict[str, Any] = {
         "instance_id": instance_id or f"e2e-{secrets.token_hex(3)}",

@@ -1,0 +1,169 @@
+"""Acceptance scenarios: every test here runs twice, on kubesim and on the real cluster (the
+`cluster` fixture of tests/support/real_cluster.py), through one running aicp replica.
+
+Each test gets its own project (so its own namespace and queues on the shared real cluster)
+and a `Scenario` with the setup and reading shortcuts the scenarios share.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.service import RunningService, start_service
+from tests.support.waiting import wait_until
+
+CLASS = "h100-80g"
+POOL = "h100-pool"
+PRODUCT = "NVIDIA-H100-80GB-HBM3"
+
+
+@dataclass
+class Scenario:
+    running: RunningService
+    project: str
+    backend: str  # "kubesim" or "real"
+
+    @property
+    def namespace(self) -> str:
+        return f"aicp-{self.project}"
+
+    @property
+    def workloads(self) -> str:
+        return f"/api/v1/projects/{self.project}/workloads"
+
+    async def setup_pool(self, accelerators: int = 16) -> None:
+        """A binding, the project and a pool of `accelerators` H100s, waited for until READY."""
+        api, client = self.running.api, self.running.client
+        await api.put_binding(CLASS, flavor=CLASS)
+        await api.create_project(self.project)
+        response = await client.post(
+            f"/api/v1/projects/{self.project}/compute-pools",
+            json={
+                "name": POOL,
+                "accelerator_class": CLASS,
+                "quota": {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"},
+            },
+        )
+        assert response.status_code == 202, response.text
+
+        async def ready() -> bool:
+            pool = await client.get(f"/api/v1/projects/{self.project}/compute-pools/{POOL}")
+            return bool(pool.json()["status"]["state"] == "READY")
+
+        await wait_until(ready, timeout=30, message="pool READY")
+
+    async def submit(self, name: str, **changes: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "name": name,
+            "compute_pool": POOL,
+            "image": "ghcr.io/acme/train:1.4",
+            "command": ["python", "train.py"],
+            "accelerators": 8,
+            "cpu": "8",
+            "memory": "64Gi",
+            "env": {"KUBESIM_RUN_SECONDS": "1"},
+            **changes,
+        }
+        response = await self.running.client.post(self.workloads, json=body)
+        assert response.status_code == 202, response.text
+        accepted: dict[str, Any] = response.json()
+        return accepted
+
+    async def workload(self, name: str) -> dict[str, Any] | None:
+        return await self.running.workload(self.project, name)
+
+    async def wait_state(self, name: str, *states: str, timeout: float = 45) -> dict[str, Any]:
+        return await self.running.wait_state(self.project, name, *states, timeout=timeout)
+
+    async def wait_reason(self, name: str, text: str, timeout: float = 45) -> dict[str, Any]:
+        async def probe() -> dict[str, Any] | None:
+            found = await self.workload(name)
+            return found if found and text in (found["status"]["reason"] or "") else None
+
+        return await wait_until(probe, timeout=timeout, message=f"{name}: reason with {text!r}")
+
+    async def wait_gone(self, name: str, timeout: float = 45) -> None:
+        async def gone() -> bool:
+            return await self.workload(name) is None
+
+        await wait_until(gone, timeout=timeout, message=f"{name} gone (404)")
+
+    async def events(self, name: str) -> list[dict[str, Any]]:
+        """The workload's events, oldest first."""
+        response = await self.running.client.get(f"{self.workloads}/{name}/events?limit=500")
+        assert response.status_code == 200, response.text
+        items: list[dict[str, Any]] = response.json()["items"]
+        return list(reversed(items))
+
+    async def event_types(self, name: str) -> list[str]:
+        return [event["type"] for event in await self.events(name)]
+
+    async def jobs(self, uid: str) -> list[dict[str, Any]]:
+        """The workload's Jobs as the cluster has them (by the workload uid label)."""
+        listed = await self.running.kube.batch.list_namespaced_job(
+            self.namespace, label_selector=f"aicp.dev/uid={uid}", _preload_content=False
+        )
+        items: list[dict[str, Any]] = (await listed.json())["items"]
+        return items
+
+
+@pytest.fixture
+async def scenario(
+    database_url: str, cluster: Any, tmp_path: Path, no_ambient_kubernetes: None
+) -> AsyncIterator[Scenario]:
+    """One aicp replica on `cluster` (kubesim or real) and a project name of its own."""
+    backend = getattr(cluster, "name", "kubesim")
+    async with start_service(database_url, cluster, tmp_path) as running:
+        yield Scenario(running, f"t{secrets.token_hex(3)}", backend)
+
+
+# --- the differential check: what aicp observed, per backend, compared after the run ---
+
+OBSERVATIONS = Path(__file__).resolve().parents[2] / ".aicp" / "observations"
+
+
+async def observe(scenario: Scenario) -> dict[str, Any]:
+    """What a user and aicp saw of every workload of the scenario, with the names, uids and
+    times that differ between runs left out: states and reasons, event types in order."""
+    listed = await scenario.running.client.get(f"{scenario.workloads}?limit=500")
+    seen: dict[str, Any] = {}
+    for item in listed.json().get("items", []) if listed.status_code == 200 else []:
+        status = item["status"]
+        seen[item["name"]] = {
+            "state": status["state"],
+            "reason": _normalized(status["reason"] or "", scenario.project),
+            "exit_code": status.get("exit_code"),
+            "attempts": status.get("attempts"),
+            "events": await scenario.event_types(item["name"]),
+        }
+    return seen
+
+
+def _normalized(text: str, project: str) -> str:
+    import re
+
+    text = text.replace(project, "<project>")
+    text = re.sub(r"gpu-node-\d+", "gpu-node-N", text)
+    text = re.sub(r"\b\d+(\.\d+)? ?(ms|s|seconds|minutes?)\b", "<duration>", text)
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uid>", text)
+
+
+@pytest.fixture(autouse=True)
+async def record_observations(
+    request: pytest.FixtureRequest, scenario: Scenario
+) -> AsyncIterator[None]:
+    """After each scenario, save what was observed for `report_differences` to compare."""
+    yield
+    import json
+
+    test = request.node.nodeid.split("::")[-1].replace(f"[{scenario.backend}]", "")
+    test = test.replace(f"[{scenario.backend}-", "[").replace(f"-{scenario.backend}]", "]")
+    target = OBSERVATIONS / scenario.backend / f"{test}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(await observe(scenario), indent=1, sort_keys=True))

@@ -1,0 +1,120 @@
+"""Changes a workload lives through, on both clusters: preemption by a higher priority in its
+pool, an immutable replacement, drift (its Job deleted by hand, its labels removed), and
+deletion in every state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.acceptance.conftest import Scenario
+from tests.support.waiting import wait_until
+
+
+async def test_a_high_priority_workload_preempts_a_low_one_which_is_requeued(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool(accelerators=8)
+    await scenario.submit("low", priority="low", env={"KUBESIM_RUN_SECONDS": "600"})
+    await scenario.wait_state("low", "RUNNING")
+    await scenario.submit("urgent", priority="high", env={"KUBESIM_RUN_SECONDS": "600"})
+
+    await scenario.wait_state("urgent", "RUNNING")
+    low = await scenario.wait_reason("low", "Preempted by a higher-priority workload")
+    assert low["status"]["state"] == "QUEUED"
+    assert "requeued in pool h100-pool" in low["status"]["reason"]
+    types = await scenario.event_types("low")
+    assert types.count("Started") == 1 and "Preempted" in types
+
+
+async def test_a_replaced_spec_gets_a_new_job_for_its_new_generation(scenario: Scenario) -> None:
+    await scenario.setup_pool()
+    first = await scenario.submit("tune", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await scenario.wait_state("tune", "RUNNING")
+    old_job = running["status"]["job"]
+
+    spec = dict(first["spec"], env={"KUBESIM_RUN_SECONDS": "1"}, accelerators=4)
+    spec.pop("name", None)
+    response = await scenario.running.client.put(
+        f"{scenario.workloads}/tune", json={"name": "tune", **spec}
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["generation"] == 2
+
+    done = await scenario.wait_state("tune", "SUCCEEDED")
+    assert done["status"]["observed_generation"] == 2
+    assert done["status"]["job"]["name"] != old_job["name"]
+    assert done["status"]["accelerator"]["count"] == 4
+    jobs = await scenario.jobs(done["uid"])
+    assert [job["metadata"]["name"] for job in jobs] == [done["status"]["job"]["name"]]
+    assert "SpecUpdated" in await scenario.event_types("tune")
+
+
+async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(scenario: Scenario) -> None:
+    await scenario.setup_pool()
+    await scenario.submit("victim", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await scenario.wait_state("victim", "RUNNING")
+    job = running["status"]["job"]
+    await scenario.running.kube.batch.delete_namespaced_job(
+        job["name"], scenario.namespace, propagation_policy="Background", _preload_content=False
+    )
+
+    async def running_again() -> dict[str, Any] | None:
+        found = await scenario.workload("victim")
+        status = found["status"] if found else {}
+        again = status.get("state") == "RUNNING" and status["job"]["uid"] != job["uid"]
+        return found if again else None
+
+    again = await wait_until(running_again, timeout=45, message="a new Job running")
+    assert again["status"]["job"]["name"] == job["name"]
+    assert again["status"]["attempts"] == 2
+    assert "DriftCorrected" in await scenario.event_types("victim")
+
+
+async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario) -> None:
+    await scenario.setup_pool()
+    await scenario.submit("labelled", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await scenario.wait_state("labelled", "RUNNING")
+    name = running["status"]["job"]["name"]
+    await scenario.running.kube.batch.patch_namespaced_job(
+        name,
+        scenario.namespace,
+        [{"op": "remove", "path": "/metadata/labels/aicp.dev~1workload"}],
+        _content_type="application/json-patch+json",
+        _preload_content=False,
+    )
+
+    async def restored() -> bool:
+        jobs = await scenario.jobs(running["uid"])
+        return bool(jobs) and "aicp.dev/workload" in jobs[0]["metadata"]["labels"]
+
+    await wait_until(restored, timeout=45, message="the label put back")
+    assert "DriftCorrected" in await scenario.event_types("labelled")
+
+
+@pytest.mark.parametrize(
+    ("state", "env", "accelerators"),
+    [
+        pytest.param("QUEUED", {"KUBESIM_RUN_SECONDS": "600"}, 16, id="queued"),
+        pytest.param("RUNNING", {"KUBESIM_RUN_SECONDS": "600"}, 8, id="running"),
+        pytest.param("SUCCEEDED", {"KUBESIM_RUN_SECONDS": "0.5"}, 8, id="succeeded"),
+        pytest.param(
+            "FAILED", {"KUBESIM_EXIT_CODE": "2", "KUBESIM_RUN_SECONDS": "0.5"}, 8, id="failed"
+        ),
+    ],
+)
+async def test_a_workload_deleted_in_any_state_is_gone_with_its_job(
+    scenario: Scenario, state: str, env: dict[str, str], accelerators: int
+) -> None:
+    await scenario.setup_pool(accelerators=16)
+    if state == "QUEUED":  # the pool's quota is taken by a workload ahead of it
+        await scenario.submit("ahead", accelerators=16, env={"KUBESIM_RUN_SECONDS": "600"})
+        await scenario.wait_state("ahead", "ADMITTED", "RUNNING")
+    await scenario.submit("doomed", accelerators=accelerators, env=env)
+    reached = await scenario.wait_state("doomed", state)
+
+    response = await scenario.running.client.delete(f"{scenario.workloads}/doomed")
+    assert response.status_code == 202, response.text
+    await scenario.wait_gone("doomed")
+    assert await scenario.jobs(reached["uid"]) == []

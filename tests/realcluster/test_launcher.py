@@ -1,0 +1,96 @@
+"""The real cluster itself: the versions built, the control plane's readiness, the fake GPU
+nodes, Kueue's API, kubectl, least privilege for aicp, and a clean stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from realcluster import RealCluster
+from realcluster import build as building
+from realcluster.kubeapi import ApiError
+from tests.support.real_cluster import RealBackend
+
+pytestmark = pytest.mark.real_cluster
+
+
+def _version(binary: Path, *args: str) -> str:
+    return subprocess.run([binary, *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_binaries_report_the_pinned_versions(real_cluster: RealBackend) -> None:
+    build = real_cluster.cluster.build
+    assert _version(build.binary("kube-apiserver"), "--version").strip() == (
+        f"Kubernetes {building.KUBERNETES_VERSION}"
+    )
+    assert "etcd Version: 3.7.0" in _version(build.binary("etcd"), "--version")
+    client = json.loads(_version(build.binary("kubectl"), "version", "--client", "-o", "json"))
+    assert client["clientVersion"]["gitVersion"] == building.KUBERNETES_VERSION
+
+
+def test_the_gpu_nodes_carry_the_fake_gpu_operator_labels_and_capacity(
+    real_cluster: RealBackend,
+) -> None:
+    nodes = real_cluster.cluster.api().get("/api/v1/nodes")["items"]
+    assert sorted(n["metadata"]["name"] for n in nodes) == ["gpu-node-0", "gpu-node-1"]
+    for node in nodes:
+        labels = node["metadata"]["labels"]
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+        assert labels["nvidia.com/gpu.memory"] == "81920"
+        assert labels["nvidia.com/gpu.count"] == "8"
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready[0]["status"] == "True"
+        assert not node["spec"].get("taints")
+
+
+def test_kueue_serves_v1beta2_as_its_storage_version(real_cluster: RealBackend) -> None:
+    crd = real_cluster.cluster.api().get(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/workloads.kueue.x-k8s.io"
+    )
+    storage = [v["name"] for v in crd["spec"]["versions"] if v["storage"]]
+    assert storage == ["v1beta2"]
+
+
+def test_kubectl_works_against_the_cluster(real_cluster: RealBackend, tmp_path: Path) -> None:
+    kubeconfig = real_cluster.cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    kubectl = real_cluster.cluster.build.binary("kubectl")
+    out = subprocess.run(
+        [kubectl, "get", "nodes", "-o", "name"],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.split() == ["node/gpu-node-0", "node/gpu-node-1"]
+
+
+def test_aicps_token_holds_exactly_the_charts_cluster_role(real_cluster: RealBackend) -> None:
+    aicp = real_cluster.cluster.api("aicp")
+    aicp.get("/apis/batch/v1/jobs")  # granted: list jobs
+    aicp.get("/apis/kueue.x-k8s.io/v1beta2/clusterqueues")
+    for forbidden in ("/api/v1/secrets", "/api/v1/configmaps", "/apis/apps/v1/deployments"):
+        with pytest.raises(ApiError) as refused:
+            aicp.get(forbidden)
+        assert refused.value.status == 403, forbidden
+
+
+def test_a_stopped_cluster_leaves_no_process_behind() -> None:
+    build = building.built()
+    assert build is not None
+    cluster = RealCluster(build=build)
+    cluster.start()
+    pids = [component.process.pid for component in cluster.supervisor.components]
+    assert len(pids) == 6
+    cluster.stop()
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or _zombie(pid), f"process {pid} still runs"
+
+
+def _zombie(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return "State:\tZ" in status
