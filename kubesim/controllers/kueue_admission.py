@@ -295,7 +295,12 @@ class KueueScheduler:
         apply_status(self._store, self.workloads, wl, status)
         self._book.pop_pending(entry.key)
         lq = (entry.key[0], entry.local_queue)
-        self._book.put_usage(entry.key, Usage(admission.cluster_queue, lq, admission.usage))
+        # The priority and admission time now, not when the watch event comes back: a cycle
+        # in between must not see a priority-0 victim (it let a requeued low workload preempt
+        # the high one that had just preempted it, and so on, while real Kueue admits it).
+        usage = Usage(admission.cluster_queue, lq, admission.usage, priority=entry.priority)
+        usage.admitted_at = self._clock.now()
+        self._book.put_usage(entry.key, usage)
         self._on_change(admission.cluster_queue, lq)
         return True
 
