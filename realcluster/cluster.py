@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -28,6 +30,7 @@ import yaml
 
 from realcluster import build as building
 from realcluster import kubeapi, pki, processes
+from realcluster.chart import chart_cluster_role
 from realcluster.gpu_nodes import gpu_node
 
 HERE = Path(__file__).resolve().parent
@@ -40,6 +43,7 @@ KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 ADMIN_USER = "admin"
 AICP_USER = "aicp"
 _MASTERS = ("admin", "kube-controller-manager", "kube-scheduler", "kwok", "kueue")
+ETCD_READY_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,9 @@ class RealCluster:
             ],
         )
         health = f"http://127.0.0.1:{client}/health"
-        self.supervisor.wait(component, lambda: kubeapi.http_ok(health), "/health", 30)
+        self.supervisor.wait(
+            component, lambda: kubeapi.http_ok(health), "/health", ETCD_READY_TIMEOUT
+        )
 
     def _start_apiserver(self) -> None:
         assert self.pki is not None
@@ -354,8 +360,6 @@ class RealCluster:
 
 def aicp_rbac(user: str) -> list[dict[str, Any]]:
     """The chart's ClusterRole for aicp, bound to `user` instead of the chart's ServiceAccount."""
-    from realcluster.chart import chart_cluster_role
-
     role = chart_cluster_role()
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -398,12 +402,9 @@ def _node_ready(node: dict[str, Any]) -> bool:
 
 
 def _random() -> str:
-    import secrets
-
     return secrets.token_hex(12)
 
 
 def _keep_logs() -> bool:
-    import os
-
+    """`AICP_REAL_CLUSTER_KEEP=1` keeps a stopped cluster's directory (its logs) for a look."""
     return bool(os.environ.get("AICP_REAL_CLUSTER_KEEP"))
