@@ -1,29 +1,50 @@
-"""Kubernetes resource quantities (`500m`, `32`, `256Gi`, `1e3`) as exact decimals."""
+"""Kubernetes resource quantities (`500m`, `32`, `256Gi`, `1e3`, `1Ei`) as exact decimals.
+
+The grammar is Kubernetes' own (``k8s.io/apimachinery/pkg/api/resource``)::
+
+    <quantity>        ::= <signedNumber><suffix>
+    <signedNumber>    ::= <number> | <sign><number>
+    <sign>            ::= "+" | "-"
+    <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+    <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
+    <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
+    <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
+    <decimalExponent> ::= "e" <signedInteger> | "E" <signedInteger>
+
+and so are its value rules: the exponent must fit a 32-bit integer, a non-zero value is rounded
+up (away from zero) to a whole nano-unit ("if you want some resources, you should get some"),
+and a magnitude above 2^63-1 is capped there. Note that ``1E`` is one exa while ``1E3`` is one
+thousand, and that ``1e`` is not a quantity.
+
+Parsing never builds a number bigger than the cap: an exponent only moves the decimal point
+(``Decimal.scaleb``), and anything whose magnitude is already beyond 10^19 is capped before any
+rounding, so ``1e2147483647`` costs what ``1`` costs.
+"""
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_UP, Context, Decimal
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_GRAMMAR = re.compile(
+    r"(?P<sign>[+-]?)"
+    r"(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?"
+)
+
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_INT32 = 2**31
+
+#: Kubernetes caps every quantity's magnitude here.
+MAX_VALUE = Decimal(2**63 - 1)
+NANO = Decimal("1e-9")
+# Exact arithmetic for every value below the cap: 19 integer digits, 9 fractional, headroom.
+_EXACT = Context(prec=60, Emin=-(10**12), Emax=10**12, rounding=ROUND_UP, traps=[])
 
 _SUFFIX = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
+    **{suffix: Decimal(10) ** power for suffix, power in _DECIMAL_SI.items()},
+    **{suffix: Decimal(2**power) for suffix, power in _BINARY_SI.items()},
 }
 
 
@@ -31,24 +52,43 @@ class QuantityError(ValueError):
     """Not a Kubernetes quantity."""
 
 
-def parse_quantity(text: str) -> Decimal:
-    """Return the value of a Kubernetes quantity; raise QuantityError when it is not one.
+def _not_a_quantity(text: object) -> QuantityError:
+    return QuantityError(f"{text!r} is not a Kubernetes quantity (examples: 500m, 32, 256Gi, 1e3)")
 
-    Negative quantities are rejected: nothing aicp sizes may be negative.
+
+def parse_signed_quantity(text: str) -> Decimal:
+    """The value Kubernetes gives ``text``, sign included; QuantityError when it is not one."""
+    match = _GRAMMAR.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise _not_a_quantity(text)
+    number = Decimal(match.group("number"))
+    suffix = match.group("suffix") or ""
+    if suffix in _SUFFIX:
+        value = _EXACT.multiply(number, _SUFFIX[suffix])
+    else:  # a decimal exponent: e/E followed by a signed integer that fits 32 bits
+        exponent = int(suffix[1:])
+        if not -_INT32 <= exponent < _INT32:
+            raise QuantityError(f"{text!r}: the exponent must fit a 32-bit integer")
+        value = number.scaleb(exponent, _EXACT)
+    if value.is_zero():
+        return Decimal(0)
+    if value.adjusted() >= 19 or value > MAX_VALUE:
+        value = MAX_VALUE
+    else:
+        value = value.quantize(NANO, rounding=ROUND_UP, context=_EXACT)
+        value = min(value, MAX_VALUE)
+    return -value if match.group("sign") == "-" else value
+
+
+def parse_quantity(text: str) -> Decimal:
+    """The value of a non-negative Kubernetes quantity; raise QuantityError otherwise.
+
+    Negative quantities are refused: nothing aicp sizes may be negative (``-0`` is zero).
     """
-    match = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
-    if match is None or text != text.strip():
-        raise QuantityError(f"{text!r} is not a Kubernetes quantity (examples: 500m, 32, 256Gi)")
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        value = Decimal(number)
-    except InvalidOperation as exc:
-        raise QuantityError(f"{text!r} is not a Kubernetes quantity") from exc
-    if value < 0 or number.count(".") > 1:
+    value = parse_signed_quantity(text)
+    if value < 0:
         raise QuantityError(f"{text!r} must not be negative")
-    if suffix[:1] in ("e", "E"):
-        return value * (Decimal(10) ** int(suffix[1:]))
-    return value * _SUFFIX[suffix]
+    return value
 
 
 def is_quantity(text: str) -> bool:

@@ -42,6 +42,13 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io")
 _WHITESPACE = re.compile(r"\s")
 _MILLI = Decimal("0.001")
+# Bounds on every cpu and memory amount (per replica and per pool). Kueue sums a workload's
+# pods in 64-bit integers (millicores for cpu, bytes for memory): 64 replicas of the largest
+# request still fit, and no real node or pool comes near either bound.
+MAX_CPU = Decimal(10**12)
+MAX_CPU_TEXT = "1T"
+MAX_MEMORY = Decimal(2**56)
+MAX_MEMORY_TEXT = "64Pi"
 
 
 _NAME = re.compile(NAME_PATTERN)
@@ -65,26 +72,30 @@ def check_name(field: str, name: str) -> list[Violation]:
 
 
 def check_cpu(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
-    """A cpu amount: a Kubernetes quantity in whole millicores."""
+    """A cpu amount: a Kubernetes quantity in whole millicores, at most `MAX_CPU`."""
     try:
         value = parse_quantity(text)
     except QuantityError as exc:
         return [(field, str(exc))]
     if value == 0 and not allow_zero:
         return [(field, "must be greater than 0")]
+    if value > MAX_CPU:
+        return [(field, f"must be at most {MAX_CPU_TEXT} ({MAX_CPU:,} cores)")]
     if value % _MILLI != 0:
         return [(field, "must be a whole number of millicores (at least 1m)")]
     return []
 
 
 def check_memory(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
-    """A memory amount: a Kubernetes quantity of whole bytes."""
+    """A memory amount: a Kubernetes quantity of whole bytes, at most `MAX_MEMORY`."""
     try:
         value = parse_quantity(text)
     except QuantityError as exc:
         return [(field, str(exc))]
     if value == 0 and not allow_zero:
         return [(field, "must be greater than 0")]
+    if value > MAX_MEMORY:
+        return [(field, f"must be at most {MAX_MEMORY_TEXT} ({MAX_MEMORY:,} bytes)")]
     if value != value.to_integral_value():
         return [(field, "must be a whole number of bytes")]
     return []
