@@ -24,10 +24,11 @@ from app.api import (
 )
 from app.api.auth import authorize
 from app.api.bodies import check_body
-from app.api.deps import database_provider, provide_caller
+from app.api.deps import database_provider, paging_provider, provide_caller
 from app.api.docs import describe_components
 from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
 from app.api.observe import Observed
+from app.api.paging import Paging
 from app.api.problems import problem_response
 from app.api.validation import MAX_BODY_BYTES
 
@@ -86,6 +87,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         dependencies={
             "db": database_provider(deps.db),
             "caller": Provide(provide_caller),
+            "paging": paging_provider(Paging(deps.admin_token)),
         },
         exception_handlers={Exception: problem_response},
         request_max_body_size=MAX_BODY_BYTES,

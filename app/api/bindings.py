@@ -8,7 +8,7 @@ from litestar.params import PathParameter
 from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.domain.resources import Binding, BindingList
 from app.domain.specs import NAME_PATTERN, BindingPut
 from app.store import bindings
@@ -66,12 +66,13 @@ async def put_binding(
     responses=problems(*READ),
     tags=["accelerator-bindings"],
 )
-async def list_bindings(db: DbDep, limit: Limit = 50, cursor: CursorParam = None) -> BindingList:
+async def list_bindings(
+    db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
+) -> BindingList:
+    page = paging.list("accelerator-bindings")
     async with db.connection() as conn:
-        items, position = await bindings.list_bindings(
-            conn, after=decode_cursor(cursor), limit=limit
-        )
-    return BindingList(items=items, next_cursor=encode_cursor(position))
+        items, position = await bindings.list_bindings(conn, after=page.after(cursor), limit=limit)
+    return BindingList(items=items, next_cursor=page.next(position))
 
 
 @get(

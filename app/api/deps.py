@@ -6,6 +6,7 @@ from litestar.connection import ASGIConnection
 from litestar.di import NamedDependency, Provide
 
 from app.api.auth import Caller, caller_of
+from app.api.paging import Paging
 from app.store.db import Database
 
 CallerDep: TypeAlias = NamedDependency[Caller]
@@ -18,6 +19,15 @@ DbDep: TypeAlias = NamedDependency[Database]
 async def provide_caller(request: ASGIConnection[Any, Any, Any, Any]) -> Caller:
     """Provider of ``caller``: the Caller the auth guard stored for this request."""
     return caller_of(request)
+
+
+def paging_provider(paging: Paging) -> Provide:
+    """Provider of ``paging``: the cursors of this application's lists."""
+
+    def provide_paging() -> Paging:
+        return paging
+
+    return Provide(provide_paging, use_cache=True, sync_to_thread=False)
 
 
 def database_provider(db: Database) -> Provide:

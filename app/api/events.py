@@ -10,7 +10,7 @@ from litestar.params import Parameter
 
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.domain.workload_resources import EventList
 from app.store import events, pools, workloads
 
@@ -27,17 +27,18 @@ from app.store import events, pools, workloads
 async def workload_events(
     caller: CallerDep,
     db: DbDep,
+    paging: PagingDep,
     name: str = Parameter(description="Workload name"),
     limit: Limit = 50,
     cursor: CursorParam = None,
 ) -> EventList:
-    after = decode_cursor(cursor)
     async with db.connection() as conn:
         workload_id = await workloads.get_id(conn, caller.require_project(), name)
+        page = paging.list("workload-events", workload_id)
         items, position = await events.page(
-            conn, kind="workload", resource_id=workload_id, after=after, limit=limit
+            conn, kind="workload", resource_id=workload_id, after=page.after(cursor), limit=limit
         )
-    return EventList(items=items, next_cursor=encode_cursor(position))
+    return EventList(items=items, next_cursor=page.next(position))
 
 
 @get(
@@ -51,17 +52,18 @@ async def workload_events(
 async def pool_events(
     caller: CallerDep,
     db: DbDep,
+    paging: PagingDep,
     pool: str = Parameter(description="Compute pool name"),
     limit: Limit = 50,
     cursor: CursorParam = None,
 ) -> EventList:
-    after = decode_cursor(cursor)
     async with db.connection() as conn:
         pool_id = await pools.get_id(conn, caller.require_project(), pool)
+        page = paging.list("pool-events", pool_id)
         items, position = await events.page(
-            conn, kind="pool", resource_id=pool_id, after=after, limit=limit
+            conn, kind="pool", resource_id=pool_id, after=page.after(cursor), limit=limit
         )
-    return EventList(items=items, next_cursor=encode_cursor(position))
+    return EventList(items=items, next_cursor=page.next(position))
 
 
 ROUTES = [workload_events, pool_events]

@@ -11,7 +11,7 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
 from app.api.idempotency import respond_once
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.pool_resources import PoolList, PoolResource
@@ -77,12 +77,14 @@ async def create_pool(
     tags=["compute-pools"],
 )
 async def list_pools(
-    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
 ) -> PoolList:
-    after = decode_cursor(cursor)
+    project = caller.require_project()
+    page = paging.list("compute-pools", project.id)
+    after = page.after(cursor)
     async with db.connection() as conn:
-        items, position = await pools.page(conn, caller.require_project(), after=after, limit=limit)
-    return PoolList(items=items, next_cursor=encode_cursor(position))
+        items, position = await pools.page(conn, project, after=after, limit=limit)
+    return PoolList(items=items, next_cursor=page.next(position))
 
 
 @get(

@@ -8,7 +8,7 @@ from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
 from app.api.idempotency import respond_once
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.resources import Project, ProjectList
@@ -68,16 +68,15 @@ async def create_project(
     tags=["projects"],
 )
 async def list_projects(
-    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
 ) -> ProjectList:
+    only_id = None if caller.is_admin else caller.token_project_id
+    page = paging.list("projects", only_id)
     async with db.connection() as conn:
         items, position = await projects.list_projects(
-            conn,
-            only_id=None if caller.is_admin else caller.token_project_id,
-            after=decode_cursor(cursor),
-            limit=limit,
+            conn, only_id=only_id, after=page.after(cursor), limit=limit
         )
-    return ProjectList(items=items, next_cursor=encode_cursor(position))
+    return ProjectList(items=items, next_cursor=page.next(position))
 
 
 @get(

@@ -11,7 +11,7 @@ from app.api.auth import requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.idempotency import respond_once
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.domain.errors import NotFound
 from app.domain.resources import TokenCreated, TokenList
 from app.domain.specs import TokenCreate
@@ -69,13 +69,15 @@ async def create_token(
     tags=["tokens"],
 )
 async def list_tokens(
-    caller: CallerDep, db: DbDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
 ) -> TokenList:
+    project_id = caller.require_project().id
+    page = paging.list("tokens", project_id)
     async with db.connection() as conn:
         items, position = await tokens.list_tokens(
-            conn, project_id=caller.require_project().id, after=decode_cursor(cursor), limit=limit
+            conn, project_id=project_id, after=page.after(cursor), limit=limit
         )
-    return TokenList(items=items, next_cursor=encode_cursor(position))
+    return TokenList(items=items, next_cursor=page.next(position))
 
 
 @delete(

@@ -11,7 +11,7 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
 from app.api.idempotency import respond_once
-from app.api.paging import CursorParam, Limit, decode_cursor, encode_cursor
+from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
@@ -51,7 +51,7 @@ def _state(value: str | None) -> str | None:
     if value is None or value in WorkloadState.__members__:
         return value
     allowed = ", ".join(WorkloadState)
-    raise ValidationFailed([FieldError("state", f"must be one of {allowed}")])
+    raise ValidationFailed([FieldError("state", f"must be one of {allowed}")], location="query")
 
 
 def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResource]:
@@ -97,22 +97,21 @@ async def create_workload(
 async def list_workloads(
     caller: CallerDep,
     db: DbDep,
+    paging: PagingDep,
     state_filter: StateFilter = None,
     compute_pool: PoolFilter = None,
     limit: Limit = 50,
     cursor: CursorParam = None,
 ) -> WorkloadList:
-    after = decode_cursor(cursor)
+    project = caller.require_project()
+    state = _state(state_filter)
+    page = paging.list("workloads", project.id, state, compute_pool)
+    after = page.after(cursor)
     async with db.connection() as conn:
         items, position = await workloads.page(
-            conn,
-            caller.require_project(),
-            state=_state(state_filter),
-            compute_pool=compute_pool,
-            after=after,
-            limit=limit,
+            conn, project, state=state, compute_pool=compute_pool, after=after, limit=limit
         )
-    return WorkloadList(items=items, next_cursor=encode_cursor(position))
+    return WorkloadList(items=items, next_cursor=page.next(position))
 
 
 @get(

@@ -34,7 +34,7 @@ async def page(
         before = int(after.id) if after is not None else _FIRST_PAGE
     except ValueError as exc:
         raise ValidationFailed(
-            [FieldError("cursor", "is not a cursor returned by this list")]
+            [FieldError("cursor", "is not a cursor returned by this list")], location="query"
         ) from exc
     rows = await conn.fetch(QUERIES["resource_events_page"], kind, resource_id, before, limit + 1)
     if len(rows) <= limit:

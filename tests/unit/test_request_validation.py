@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.paging import decode_cursor, encode_cursor
 from app.api.validation import decode_body, humanize
 from app.domain.errors import MalformedJson, PayloadTooLarge, ValidationFailed
 from app.domain.specs import PoolCreate, WorkloadSpec
-from app.store.paging import Position
 
 
 def errors_of(raw: bytes, struct: type) -> dict[str, str]:
@@ -78,16 +76,3 @@ def test_broken_json_is_malformed_and_oversized_bodies_are_too_large() -> None:
 )
 def test_library_messages_read_as_plain_words(message: str, expected: str) -> None:
     assert humanize(message) == expected
-
-
-def test_a_cursor_round_trips_and_a_forged_one_is_rejected() -> None:
-    position = Position(
-        __import__("datetime").datetime(
-            2026, 1, 2, 3, 4, 5, 678901, tzinfo=__import__("datetime").UTC
-        ),
-        "abc",
-    )
-    assert decode_cursor(encode_cursor(position)) == position
-    assert decode_cursor(None) is None
-    with pytest.raises(ValidationFailed):
-        decode_cursor("bm90IGEgY3Vyc29y")
