@@ -57,7 +57,8 @@ async def respond_once(
     key = request.headers.get("idempotency-key")
     if key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
         raise ValidationFailed(
-            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")]
+            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")],
+            location="header",
         )
     body = await request.body()
     request_sha256 = hashlib.sha256(

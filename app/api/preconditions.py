@@ -20,7 +20,9 @@ def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | No
         return None
     match = _ETAG.match(header)
     if match is None:
-        raise ValidationFailed([FieldError("If-Match", 'must be a generation in quotes, like "3"')])
+        raise ValidationFailed(
+            [FieldError("If-Match", 'must be a generation in quotes, like "3"')], location="header"
+        )
     return int(match.group(1))
 
 

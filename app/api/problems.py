@@ -17,6 +17,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions import NotFoundException as RouteNotFound
 
+from app.api.field_labels import field_label
 from app.api.validation import humanize
 from app.domain.errors import (
     AicpError,
@@ -76,8 +77,7 @@ def _litestar_field_errors(extra: Any) -> list[FieldError]:
 
 def _count_validation_errors(error: ValidationFailed) -> None:
     for field_error in error.errors:
-        label = "(unknown field)" if field_error.message == "unknown field" else field_error.field
-        VALIDATION_ERRORS.labels(field=label[:100]).inc()
+        VALIDATION_ERRORS.labels(field=field_label(field_error.field, field_error.message)).inc()
 
 
 def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
@@ -96,7 +96,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(error, _GenericHttpProblem):
         status, slug, title = error._status, error._slug, error._title
     else:
-        status, slug, title = error.status, error.slug, error.title
+        status, slug, title = error.status, error.slug, error.problem_title()
     request_id = request_id_var.get()
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + slug,

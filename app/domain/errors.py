@@ -56,6 +56,10 @@ class AicpError(Exception):
         """Extension members of the problem document, beyond type/title/status/detail."""
         return {}
 
+    def problem_title(self) -> str:
+        """The problem document's ``title``: the class's, unless an instance knows better."""
+        return self.title
+
 
 class ValidationFailed(AicpError):
     """Request is invalid."""
@@ -63,9 +67,20 @@ class ValidationFailed(AicpError):
     slug = "validation-error"
     status = 422
     title = "Request body is invalid"
+    #: Where the invalid fields are, for the title: what the user has to fix.
+    TITLES: ClassVar[dict[str, str]] = {
+        "body": "Request body is invalid",
+        "query": "Query parameters are invalid",
+        "header": "Request headers are invalid",
+        "path": "Path parameters are invalid",
+        "request": "Request is invalid",
+    }
 
-    def __init__(self, errors: list[FieldError], detail: str | None = None) -> None:
+    def __init__(
+        self, errors: list[FieldError], detail: str | None = None, *, location: str = "body"
+    ) -> None:
         self.errors = errors
+        self.location = location if location in self.TITLES else "request"
         count = len(errors)
         super().__init__(
             detail or (f"{count} field is invalid" if count == 1 else f"{count} fields are invalid")
@@ -73,6 +88,11 @@ class ValidationFailed(AicpError):
 
     def extensions(self) -> dict[str, Any]:
         return {"errors": [{"field": e.field, "message": e.message} for e in self.errors]}
+
+    def problem_title(self) -> str:
+        if type(self).title != ValidationFailed.title:  # a subclass with a title of its own
+            return self.title
+        return self.TITLES[self.location]
 
 
 class ExceedsPoolCapacity(ValidationFailed):
@@ -248,6 +268,7 @@ class UnstorableText(ValidationFailed):
         super().__init__(
             [FieldError("request", "text must not contain the NUL character (\\u0000)")],
             detail=(type(self).__doc__ or "").strip(),
+            location="request",
         )
 
 
