@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("aicp.access")
 
 _MAX_INCOMING_ID = 128
+# Any token is a valid HTTP method; only these are label values, the rest count as OTHER.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def _incoming_request_id(scope: Scope) -> str | None:
@@ -62,7 +64,7 @@ class Observed:
         finally:
             elapsed = time.perf_counter() - started
             route = scope.get("path_template") or "(unmatched)"
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
             HTTP_REQUESTS.labels(route, method, str(status)).inc()
             HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.DEBUG):

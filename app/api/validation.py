@@ -8,6 +8,7 @@ a dotted path (``quota.cpu``, ``tolerations.0.effect``) and a message in plain w
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, TypeVar
 
@@ -23,6 +24,11 @@ from app.domain.errors import (
 from app.domain.specs import NAME_PATTERN
 
 MAX_BODY_BYTES = 256 * 1024
+#: Deepest nesting of arrays and objects accepted. The deepest valid body needs 3 levels (a
+#: binding's ``tolerations[i]``); the decoder recurses once per level, so depth is refused first.
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -126,9 +132,30 @@ def check_size(size: int) -> None:
         )
 
 
+def json_depth(raw: bytes) -> int:
+    """How deeply arrays and objects nest in ``raw`` (brackets inside strings do not count)."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_A_BRACKET)
+    steps = (1 if byte in b"[{" else -1 for byte in brackets)
+    return max(itertools.accumulate(steps, initial=0))
+
+
+def check_depth(raw: bytes) -> None:
+    """422 when the body nests deeper than any valid body, before anything decodes it."""
+    few_brackets = raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH  # the usual case, in C
+    if not few_brackets and json_depth(raw) > MAX_JSON_DEPTH:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "body", f"must not nest arrays and objects more than {MAX_JSON_DEPTH} deep"
+                )
+            ]
+        )
+
+
 def decode_body(raw: bytes, struct_type: type[S]) -> S:
     """The body as ``struct_type``; 400 malformed-json or 422 listing every invalid field."""
     check_size(len(raw))
+    check_depth(raw)
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
