@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes_validate import utils as kv_utils
 
+from kubesim import rules
 from kubesim.model import Obj, ResourceType, invalid
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
                     "field": "spec.template.spec.restartPolicy",
                 }
             )
+    for field, message in rules.check(rt.plural, obj):
+        causes.append({"reason": "FieldValueInvalid", "message": message, "field": field})
     return causes
 
 

@@ -175,6 +175,36 @@ SET resource_name = EXCLUDED.resource_name,
 RETURNING accelerator_class, resource_name, flavor, node_labels, tolerations, description,
           created_at, updated_at, (xmax = 0) AS inserted;
 
+-- name: binding_lock_flavor
+-- The lock the pool steps take around a ResourceFlavor (steps_lock_flavor), taken by a binding
+-- write too: two bindings naming one flavor are checked against each other one at a time.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-flavor:' || $1::text, 0));
+
+-- name: binding_flavor_sharers
+-- Other accelerator classes whose binding names flavor $1 (what that flavor must look like).
+SELECT accelerator_class, node_labels, tolerations
+FROM accelerator_bindings
+WHERE flavor = $1 AND accelerator_class <> $2
+ORDER BY accelerator_class;
+
+-- name: binding_for_update
+-- The binding as it is, locked until the replacement commits.
+SELECT resource_name, flavor, node_labels, tolerations
+FROM accelerator_bindings
+WHERE accelerator_class = $1
+FOR UPDATE;
+
+-- name: binding_unfinished_workloads
+-- Workloads not finished in pools of class $1: their pods were (or will be) admitted with the
+-- binding's flavor, node labels and resource name as they are now.
+SELECT 'workload/' || p.name || '/' || w.name AS ref
+FROM workloads w
+JOIN compute_pools c ON c.id = w.pool_id
+JOIN projects p ON p.id = w.project_id
+WHERE c.accelerator_class = $1 AND w.state NOT IN ('SUCCEEDED', 'FAILED')
+ORDER BY p.name, w.name
+LIMIT 20;
+
 -- name: binding_by_class
 SELECT accelerator_class, resource_name, flavor, node_labels, tolerations, description,
        created_at, updated_at

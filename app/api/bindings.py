@@ -9,8 +9,10 @@ from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.pools import raise_violations
 from app.domain.resources import Binding, BindingList
 from app.domain.specs import NAME_PATTERN, BindingPut
+from app.domain.validation import check_binding
 from app.store import bindings
 
 ClassPath = Annotated[
@@ -42,7 +44,12 @@ BINDING_BODY = json_body(
     opt=requires(PLATFORM_ADMIN),
     summary="Create or replace an accelerator binding",
     description="201 when created, 200 when replaced. Pools using the class are reconciled "
-    "again with the new flavor and node labels.",
+    "again with the new flavor and node labels. The resource name must be an extended "
+    "resource (`nvidia.com/gpu`, never `cpu` or `memory`); node labels (at most 8) and "
+    "tolerations (at most 8) follow Kubernetes' and Kueue's ResourceFlavor rules. A flavor "
+    "belongs to one shape: naming a flavor another class renders with other node labels or "
+    "tolerations is 422 (field `flavor`). Changing the resource name, flavor, node labels or "
+    "tolerations while workloads of the class are unfinished is 409 `in-use` (naming them).",
     responses={201: success(Binding, "Created"), **problems(*WRITE)},
     tags=["accelerator-bindings"],
 )
@@ -52,6 +59,7 @@ async def put_binding(
     caller: CallerDep,
     db: DbDep,
 ) -> Response[Binding]:
+    raise_violations(check_binding(data))
     async with db.transaction() as conn:
         binding, created = await bindings.put_binding(
             conn, accelerator_class=accelerator_class, spec=data, actor=caller.actor

@@ -21,14 +21,16 @@ from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_q
 from app.domain.specs import (
     NAME_PATTERN,
     RESERVED_NAME_PREFIXES,
+    BindingPut,
     PoolCreate,
     PoolPatch,
     Quota,
+    Toleration,
     WorkloadSpec,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 Violation = tuple[str, str]
 
@@ -39,7 +41,10 @@ MAX_ENV = 64
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 #: Label domains Kubernetes, Kueue and aicp itself write on the objects aicp creates.
-RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io")
+RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io", "x-k8s.io")
+#: Kueue's ResourceFlavor schema: at most 8 node labels and 8 tolerations.
+MAX_FLAVOR_NODE_LABELS = 8
+MAX_FLAVOR_TOLERATIONS = 8
 _WHITESPACE = re.compile(r"\s")
 _MILLI = Decimal("0.001")
 # Bounds on every cpu and memory amount (per replica and per pool). Kueue sums a workload's
@@ -114,7 +119,8 @@ def check_env(field: str, env: Mapping[str, str]) -> list[Violation]:
     return found
 
 
-def _label_key_problem(key: str) -> str | None:
+def _qualified_name_problem(key: str) -> str | None:
+    """Kubernetes' qualified-name rule (label keys, taint keys, resource names), or None."""
     prefix, slash, name = key.rpartition("/")
     if slash and not prefix:
         return "key prefix must not be empty"
@@ -128,32 +134,113 @@ def _label_key_problem(key: str) -> str | None:
         return None
     if len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
         return "key prefix must be a DNS subdomain of at most 253 characters"
+    return None
+
+
+def _label_key_problem(key: str) -> str | None:
+    problem = _qualified_name_problem(key)
+    if problem is not None:
+        return problem
+    prefix = key.rpartition("/")[0]
     for domain in RESERVED_LABEL_DOMAINS:
         if prefix == domain or prefix.endswith("." + domain):
             return f"key prefix {prefix!r} is reserved"
     return None
 
 
-def check_labels(field: str, labels: Mapping[str, str]) -> list[Violation]:
-    """At most 16 labels, each with Kubernetes label key and value syntax."""
+def _label_value_problem(value: str) -> str | None:
+    if len(value) > 63:
+        return "value must be at most 63 characters"
+    if value and not _LABEL_NAME.match(value):
+        return (
+            "value must be empty or alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
+        )
+    return None
+
+
+def check_labels(
+    field: str,
+    labels: Mapping[str, str],
+    *,
+    limit: int = MAX_LABELS,
+    reserved_domains: bool = True,
+) -> list[Violation]:
+    """At most `limit` labels, each with Kubernetes label key and value syntax.
+
+    Labels a user puts on aicp's objects may not use the domains Kubernetes, Kueue and aicp
+    write (`reserved_domains`); labels that select nodes (a binding's) may: nodes carry them.
+    """
     found: list[Violation] = []
-    if len(labels) > MAX_LABELS:
-        found.append((field, f"must have at most {MAX_LABELS} entries"))
+    if len(labels) > limit:
+        found.append((field, f"must have at most {limit} entries"))
+    key_problem = _label_key_problem if reserved_domains else _qualified_name_problem
     for key, value in labels.items():
-        problem = _label_key_problem(key)
+        problem = key_problem(key)
         if problem is not None:
             found.append((f"{field}.{key}", problem))
-        if len(value) > 63:
-            found.append((f"{field}.{key}", "value must be at most 63 characters"))
-        elif value and not _LABEL_NAME.match(value):
-            found.append(
-                (
-                    f"{field}.{key}",
-                    "value must be empty or alphanumeric, '-', '_' or '.', "
-                    "starting and ending alphanumeric",
-                )
-            )
+        problem = _label_value_problem(value)
+        if problem is not None:
+            found.append((f"{field}.{key}", problem))
     return found
+
+
+def check_resource_name(field: str, name: str) -> list[Violation]:
+    """An accelerator's resource name must be a Kubernetes extended resource name.
+
+    As kube-apiserver checks a container's resources: a qualified name with a domain prefix
+    (``nvidia.com/gpu``), outside the ``kubernetes.io`` domain, not starting ``requests.``, and
+    still a qualified name with ``requests.`` in front (the ResourceQuota form). Built-in
+    resources (``cpu``, ``memory``, ``pods``, ``ephemeral-storage``, ``hugepages-*``) have no
+    prefix, so they are refused: a Job would drop an accelerator request under such a name.
+    """
+    why = "must be an extended resource name like nvidia.com/gpu (a domain, '/', a name)"
+    prefix, slash, _ = name.rpartition("/")
+    if not slash:
+        return [(field, f"{why}; built-in resources such as cpu or memory are not accelerators")]
+    if prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io"):
+        return [(field, f"{why} outside the kubernetes.io domain, which is Kubernetes' own")]
+    if name.startswith("requests."):
+        return [(field, f"{why}, not starting with 'requests.'")]
+    problem = _qualified_name_problem(name) or _qualified_name_problem("requests." + name)
+    return [(field, f"{why}: {problem}")] if problem else []
+
+
+def check_tolerations(field: str, tolerations: Sequence[Toleration]) -> list[Violation]:
+    """Tolerations as Kubernetes and Kueue's ResourceFlavor schema accept them."""
+    found: list[Violation] = []
+    if len(tolerations) > MAX_FLAVOR_TOLERATIONS:
+        found.append((field, f"must have at most {MAX_FLAVOR_TOLERATIONS} entries"))
+    for index, toleration in enumerate(tolerations):
+        at = f"{field}.{index}"
+        exists = toleration.operator == "Exists"
+        if not toleration.key:
+            if not exists:
+                found.append((f"{at}.operator", "must be Exists when key is empty (match all)"))
+        elif problem := _qualified_name_problem(toleration.key):
+            found.append((f"{at}.key", problem))
+        if exists and toleration.value is not None:
+            # Kueue's rule is `!has(value)`: even an empty string is refused.
+            found.append((f"{at}.value", "must be omitted when operator is Exists"))
+        elif (
+            not exists and toleration.value and (problem := _label_value_problem(toleration.value))
+        ):
+            found.append((f"{at}.value", problem))
+    return found
+
+
+def check_binding(body: BindingPut) -> list[Violation]:
+    """Every rule on an accelerator binding beyond its schema: what kube-apiserver and Kueue's
+    ResourceFlavor schema would refuse once aicp rendered it."""
+    return [
+        *check_resource_name("resource_name", body.resource_name),
+        *check_labels(
+            "node_labels",
+            body.node_labels,
+            limit=MAX_FLAVOR_NODE_LABELS,
+            reserved_domains=False,
+        ),
+        *check_tolerations("tolerations", body.tolerations),
+    ]
 
 
 def check_image(field: str, image: str) -> list[Violation]:

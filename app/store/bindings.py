@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from app.domain.errors import InUse, NotFound
+from app.domain.errors import FieldError, InUse, NotFound, ValidationFailed
 from app.domain.resources import Binding
 from app.domain.specs import BindingPut, Toleration
 from app.store.audit import binding_resource_id, record_event
@@ -37,9 +37,32 @@ async def put_binding(
 ) -> tuple[Binding, bool]:
     """Create or replace a binding; return it and whether it was created.
 
+    A ResourceFlavor has one shape: a binding naming a flavor that another class's binding
+    renders with other node labels or tolerations is refused (422 naming ``flavor``), so two
+    pools never rewrite one flavor back and forth. A replacement that changes what pods were
+    admitted with (resource name, flavor, node labels, tolerations) is refused (409 in-use)
+    while workloads of the class are unfinished: their pods would keep the old node selector
+    and never schedule. Description changes are always accepted.
+
     Replacing one rings the doorbell of every pool that uses it: their flavor and node labels
     are rendered from it.
     """
+    await conn.execute(QUERIES["binding_lock_flavor"], spec.flavor)
+    await _check_flavor_owner(conn, accelerator_class, spec)
+    current = await conn.fetchrow(QUERIES["binding_for_update"], accelerator_class)
+    if current is not None and _changes_admission(current, spec):
+        unfinished = [
+            row["ref"]
+            for row in await conn.fetch(QUERIES["binding_unfinished_workloads"], accelerator_class)
+        ]
+        if unfinished:
+            raise InUse(
+                unfinished,
+                f"Accelerator binding {accelerator_class!r} is in use by unfinished workloads "
+                f"({', '.join(unfinished)}); their pods were admitted with its current resource "
+                "name, flavor, node labels and tolerations. Change it once they have finished, "
+                "or bind a new accelerator class.",
+            )
     row = await conn.fetchrow(
         QUERIES["upsert_binding"],
         accelerator_class,
@@ -67,6 +90,40 @@ async def put_binding(
     if not created:
         await conn.execute(QUERIES["ring_pools_of_binding"], accelerator_class)
     return binding_from_row(row), created
+
+
+def _tolerations(value: object) -> list[Toleration]:
+    return msgspec.convert(value, list[Toleration])
+
+
+def _changes_admission(current: asyncpg.Record, spec: BindingPut) -> bool:
+    return (
+        current["resource_name"] != spec.resource_name
+        or current["flavor"] != spec.flavor
+        or current["node_labels"] != spec.node_labels
+        or _tolerations(current["tolerations"]) != spec.tolerations
+    )
+
+
+async def _check_flavor_owner(conn: Connection, accelerator_class: str, spec: BindingPut) -> None:
+    """422 (field ``flavor``) when another class renders ``spec.flavor`` differently."""
+    for other in await conn.fetch(
+        QUERIES["binding_flavor_sharers"], spec.flavor, accelerator_class
+    ):
+        if other["node_labels"] != spec.node_labels or (
+            _tolerations(other["tolerations"]) != spec.tolerations
+        ):
+            raise ValidationFailed(
+                [
+                    FieldError(
+                        "flavor",
+                        f"ResourceFlavor {spec.flavor!r} belongs to accelerator class "
+                        f"{other['accelerator_class']!r} with other node labels or tolerations; "
+                        "name another flavor, or give exactly the same node labels and "
+                        "tolerations",
+                    )
+                ]
+            )
 
 
 async def get_binding(conn: Connection, accelerator_class: str) -> Binding:

@@ -173,7 +173,8 @@ CASES = [
         ADMITTED,
         "Admitted, but no node carries the labels of the pool's accelerator flavor (the "
         "scheduler says: 0/2 nodes are available: 2 node(s) didn't match Pod's node "
-        "affinity/selector).",
+        "affinity/selector); if the accelerator binding's node labels changed since admission, "
+        "replace the workload (PUT) so it is admitted with the current ones.",
         id="unschedulable-by-node-labels-says-no-node-matches-the-flavor",
     ),
     pytest.param(

@@ -210,18 +210,25 @@ def admitted(cluster_queue: str | None, flavor: str | None, starting: int) -> st
 def unschedulable(context: ClassifyContext, message: str) -> str:
     """Which resource no node had (from the scheduler's `Insufficient <resource>`)."""
     short = [m.rstrip(".") for m in _INSUFFICIENT.findall(message)]
+    advice = ""
     if short:
         needs = [amount(r, requested(context, r) / max(context.replicas, 1)) for r in short]
         lack = f"no node has {enumerate_names(needs)} free for a pod"
     elif "affinity" in message or "selector" in message:
         lack = "no node carries the labels of the pool's accelerator flavor"
+        # Kueue copies the flavor's node labels into the pods when it admits them; pods
+        # admitted before the flavor changed keep the old ones and never schedule by themselves.
+        advice = (
+            "; if the accelerator binding's node labels changed since admission, replace the "
+            "workload (PUT) so it is admitted with the current ones"
+        )
     elif "taint" in message:
         lack = "every node has a taint the pod does not tolerate"
     else:
         lack = "no node can run a pod"
     # Drop the scheduler's preemption post-scriptum; the first part says what was missing.
     said = message.split(" preemption:")[0].rstrip(".")
-    return sentence(f"Admitted, but {lack} (the scheduler says: {said})")
+    return sentence(f"Admitted, but {lack} (the scheduler says: {said}){advice}")
 
 
 def image_not_pulled(image: str, why: str, context: ClassifyContext) -> str:
