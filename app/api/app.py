@@ -27,6 +27,7 @@ from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
 from app.api.docs import describe_components
 from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
+from app.api.methods import MethodSemantics
 from app.api.observe import Observed
 from app.api.paging import Paging
 from app.api.problems import problem_response
@@ -126,4 +127,4 @@ def create_app(deps: ApiDependencies) -> Litestar:
 
 def asgi_app(app: Litestar) -> ASGIApp:
     """What uvicorn serves: the application inside the request-id/metrics layer."""
-    return Observed(app)
+    return Observed(MethodSemantics(app))

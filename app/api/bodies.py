@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from litestar.openapi.spec import Parameter as OpenAPIParameter
 
 from app.api.validation import check_content_type, check_size, decode_body
+from app.domain.errors import FieldError, ValidationFailed
 
 if TYPE_CHECKING:
     from litestar import Request
@@ -31,8 +33,48 @@ def _body_type(request: Request[Any, Any, Any]) -> type[msgspec.Struct] | None:
     return None
 
 
+_QUERY_KEY = "aicp_query_parameters"
+
+
+def _declared_query(request: Request[Any, Any, Any]) -> set[str] | None:
+    """The query parameters the OpenAPI document declares for this route and method."""
+    table: dict[tuple[str, str], set[str]] | None = request.app.state.get(_QUERY_KEY)
+    if table is None:
+        table = {}
+        for path, item in (request.app.openapi_schema.paths or {}).items():
+            for method in ("get", "put", "post", "delete", "patch"):
+                operation = getattr(item, method, None)
+                if operation is not None:
+                    table[(path, method.upper())] = {
+                        parameter.name
+                        for parameter in operation.parameters or []
+                        if isinstance(parameter, OpenAPIParameter) and parameter.param_in == "query"
+                    }
+        request.app.state[_QUERY_KEY] = table
+    return table.get((str(request.scope.get("path_template")), request.method))
+
+
+def check_query(request: Request[Any, Any, Any]) -> None:
+    """422 naming every query parameter the route does not take (never ignored silently)."""
+    declared = _declared_query(request)
+    if declared is None:
+        return
+    unknown = sorted({name for name in request.query_params if name not in declared})
+    if unknown:
+        supported = ", ".join(sorted(declared)) or "none"
+        raise ValidationFailed(
+            [
+                FieldError(name, f"unknown query parameter (supported: {supported})")
+                for name in unknown
+            ],
+            location="query",
+        )
+
+
 async def check_body(request: Request[Any, Any, Any]) -> None:
-    """Reject a bad body with the right problem; return None to let the handler run."""
+    """Reject unknown query parameters and a bad body with the right problem; return None to
+    let the handler run."""
+    check_query(request)
     struct_type = _body_type(request)
     if struct_type is None:
         return

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Request, Response
+from litestar.params import HeaderParameter
 
 from app.domain.errors import FieldError, ValidationFailed
 from app.store import idempotency
@@ -30,6 +31,18 @@ Create = Callable[[Connection], Awaitable[tuple[Any, str | None]]]
 """Runs the write on the given connection; returns (response struct, Location or None)."""
 
 _encoder = msgspec.json.Encoder()
+
+IdempotencyKey = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        required=False,
+        description=f"Any text of 1 to {MAX_KEY_LENGTH} characters. The same key with the same "
+        "body within 24 hours replays the first response (`Idempotent-Replayed: true`); with "
+        "another body it is 422 idempotency-key-reused. Keys are scoped to the token.",
+    ),
+]
+"""Declares ``Idempotency-Key`` in OpenAPI; ``respond_once`` reads and checks it."""
 
 
 def _response(status: int, body: bytes, location: str | None, replayed: bool) -> Response[bytes]:

@@ -49,6 +49,7 @@ class Observed:
         token = request_id_var.set(request_id)
         started = time.perf_counter()
         status = 500
+        method = scope["method"] if scope["method"] in _METHODS else "OTHER"  # HEAD runs as GET
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -64,7 +65,6 @@ class Observed:
         finally:
             elapsed = time.perf_counter() - started
             route = scope.get("path_template") or "(unmatched)"
-            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
             HTTP_REQUESTS.labels(route, method, str(status)).inc()
             HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.DEBUG):

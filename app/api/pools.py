@@ -10,9 +10,9 @@ from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
-from app.api.idempotency import respond_once
+from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
-from app.api.preconditions import etag, expected_generation
+from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.pool_resources import PoolList, PoolResource
 from app.domain.specs import PoolCreate, PoolPatch
@@ -53,7 +53,11 @@ def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
     tags=["compute-pools"],
 )
 async def create_pool(
-    request: Request[Any, Any, Any], data: JSONBody[PoolCreate], caller: CallerDep, db: DbDep
+    request: Request[Any, Any, Any],
+    data: JSONBody[PoolCreate],
+    caller: CallerDep,
+    db: DbDep,
+    idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     raise_violations(check_pool_create(data))
     project = caller.require_project()
@@ -117,6 +121,7 @@ async def patch_pool(
     caller: CallerDep,
     db: DbDep,
     pool: str = PoolPath,
+    if_match_header: IfMatch = None,
 ) -> Response[PoolResource]:
     raise_violations(check_pool_patch(data))
     if_match = expected_generation(request)
@@ -144,7 +149,11 @@ async def patch_pool(
     tags=["compute-pools"],
 )
 async def delete_pool(
-    request: Request[Any, Any, Any], caller: CallerDep, db: DbDep, pool: str = PoolPath
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    pool: str = PoolPath,
+    if_match_header: IfMatch = None,
 ) -> Response[PoolResource]:
     if_match = expected_generation(request)
     async with db.transaction() as conn:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from litestar.params import HeaderParameter
 
 from app.domain.errors import FieldError, GenerationMismatch, ValidationFailed
 
@@ -11,6 +13,18 @@ if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
 
 _ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
+
+
+IfMatch = Annotated[
+    str | None,
+    HeaderParameter(
+        name="If-Match",
+        required=False,
+        description='The generation you read, in quotes (`"3"`, as the ETag header gives it), '
+        "or `*`: the write is refused with 412 generation-mismatch if the resource has moved on.",
+    ),
+]
+"""Declares ``If-Match`` in OpenAPI; ``expected_generation`` reads and checks it."""
 
 
 def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | None:

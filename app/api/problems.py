@@ -17,8 +17,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.exceptions import NotFoundException as RouteNotFound
 
+from app.api.field_errors import humanize
 from app.api.field_labels import field_label
-from app.api.validation import humanize
 from app.domain.errors import (
     AicpError,
     FieldError,
@@ -49,7 +49,8 @@ class _GenericHttpProblem(AicpError):
 
 def _from_litestar(exc: HTTPException) -> AicpError:
     if isinstance(exc, ValidationException):
-        return ValidationFailed(_litestar_field_errors(exc.extra))
+        return ValidationFailed(_litestar_field_errors(exc.extra), location=_location(exc.extra))
+
     if isinstance(exc, RouteNotFound):
         return NotFound("No such resource.")
     if exc.status_code == 413:
@@ -60,18 +61,33 @@ def _from_litestar(exc: HTTPException) -> AicpError:
     return _GenericHttpProblem(exc.status_code, slug, exc.detail, exc.detail)
 
 
+def _reported(extra: Any) -> list[dict[str, Any]]:
+    """Litestar's invalid-value entries, without the one it reports by mistake.
+
+    Litestar re-checks each declared parameter alone to list the failures and reports one it
+    was not handed (a KeyError, message "'project'") as failing too — seen once the OpenAPI
+    document has been built. Not the caller's error.
+    """
+    items = [item for item in (extra if isinstance(extra, list) else []) if isinstance(item, dict)]
+    return [
+        item
+        for item in items
+        if str(item.get("message", "")) != repr(str(item.get("key") or "body"))
+    ]
+
+
+def _location(extra: Any) -> str:
+    """Where Litestar found the invalid values: query, header, path, body, or several."""
+    sources = {str(getattr(item.get("source"), "value", item.get("source")) or "body")
+               for item in _reported(extra)}  # fmt: skip
+    return sources.pop() if len(sources) == 1 else "request"
+
+
 def _litestar_field_errors(extra: Any) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for item in extra if isinstance(extra, list) else []:
-        if isinstance(item, dict):
-            field = str(item.get("key") or "body")
-            message = str(item.get("message", "is invalid"))
-            if message == repr(field):
-                # Litestar re-checks each declared parameter alone to list the failures and
-                # reports one it was not handed (a KeyError, message "'project'") as failing
-                # too — seen once the OpenAPI document has been built. Not the caller's error.
-                continue
-            errors.append(FieldError(field, humanize(message)))
+    errors = [
+        FieldError(str(item.get("key") or "body"), humanize(str(item.get("message", "is invalid"))))
+        for item in _reported(extra)
+    ]
     return errors or [FieldError("body", "is invalid")]
 
 

@@ -7,9 +7,9 @@ from litestar import Request, Response, delete, get, post
 from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
-from app.api.idempotency import respond_once
+from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
-from app.api.preconditions import etag, expected_generation
+from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate
@@ -41,6 +41,7 @@ async def create_project(
     data: Annotated[ProjectCreate, PROJECT_BODY],
     caller: CallerDep,
     db: DbDep,
+    idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     violations = check_name("name", data.name) + check_labels("labels", data.labels)
     if violations:
@@ -103,7 +104,9 @@ async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     responses=problems(*DELETE),
     tags=["projects"],
 )
-async def delete_project(request: Request[Any, Any, Any], caller: CallerDep, db: DbDep) -> Project:
+async def delete_project(
+    request: Request[Any, Any, Any], caller: CallerDep, db: DbDep, if_match_header: IfMatch = None
+) -> Project:
     ref = caller.require_project()
     expected = expected_generation(request)
     async with db.transaction() as conn:

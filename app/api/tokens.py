@@ -10,7 +10,7 @@ from litestar.params import FromPath
 from app.api.auth import requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
-from app.api.idempotency import respond_once
+from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.domain.errors import NotFound
 from app.domain.resources import TokenCreated, TokenList
@@ -41,6 +41,7 @@ async def create_token(
     data: Annotated[TokenCreate, TOKEN_BODY],
     caller: CallerDep,
     db: DbDep,
+    idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     project = caller.require_project()
 

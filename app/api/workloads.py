@@ -10,10 +10,10 @@ from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, problems, success
-from app.api.idempotency import respond_once
+from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
-from app.api.preconditions import etag, expected_generation
+from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
 from app.domain.states import Role, WorkloadState
@@ -71,7 +71,11 @@ def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResourc
     tags=["workloads"],
 )
 async def create_workload(
-    request: Request[Any, Any, Any], data: JSONBody[WorkloadSpec], caller: CallerDep, db: DbDep
+    request: Request[Any, Any, Any],
+    data: JSONBody[WorkloadSpec],
+    caller: CallerDep,
+    db: DbDep,
+    idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     raise_violations(check_workload(data))
     project = caller.require_project()
@@ -148,6 +152,7 @@ async def replace_workload(
     caller: CallerDep,
     db: DbDep,
     name: str = NamePath,
+    if_match_header: IfMatch = None,
 ) -> Response[WorkloadResource]:
     violations = check_workload(data)
     if data.name != name:
@@ -173,7 +178,11 @@ async def replace_workload(
     tags=["workloads"],
 )
 async def delete_workload(
-    request: Request[Any, Any, Any], caller: CallerDep, db: DbDep, name: str = NamePath
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    if_match_header: IfMatch = None,
 ) -> Response[WorkloadResource]:
     if_match = expected_generation(request)
     async with db.transaction() as conn:

@@ -12,10 +12,12 @@ its pool's quota is refused up front (`exceeds-pool-capacity`) instead of waitin
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+from docker_image.reference import InvalidReference, Reference
 
 from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
 from app.domain.specs import (
@@ -24,6 +26,7 @@ from app.domain.specs import (
     BindingPut,
     PoolCreate,
     PoolPatch,
+    ProjectCreate,
     Quota,
     Toleration,
     WorkloadSpec,
@@ -244,13 +247,25 @@ def check_binding(body: BindingPut) -> list[Violation]:
 
 
 def check_image(field: str, image: str) -> list[Violation]:
-    """An image reference: non-empty, no whitespace, at most 512 characters."""
+    """An image reference a registry accepts, read as the kubelet's container runtime reads it.
+
+    ``[registry[:port]/]repository[:tag][@digest]`` by the distribution reference grammar
+    (``docker-image-py``'s ``parse_normalized_named``): lowercase repository path components,
+    tags of at most 128 word characters, ``algorithm:hex`` digests, a name of at most 255
+    characters. At most 512 characters in all.
+    """
     if not image:
         return [(field, "must not be empty")]
     if _WHITESPACE.search(image):
         return [(field, "must not contain whitespace")]
     if len(image) > 512:
         return [(field, "must be at most 512 characters")]
+    try:
+        Reference.parse_normalized_named(image)
+    except InvalidReference as exc:
+        return [(field, f"must be an image reference like ghcr.io/acme/train:1.4 ({exc})")]
+    except (ValueError, TypeError):
+        return [(field, "must be an image reference like ghcr.io/acme/train:1.4")]
     return []
 
 
@@ -350,3 +365,27 @@ def check_fits_pool(
         },
         exceeded=exceeded,
     )
+
+
+FieldRule = Callable[[str, Any], list[Violation]]
+
+#: The rules above, by (struct, field), for a body that failed its schema elsewhere: each
+#: field whose own type holds is still checked, so one answer lists every problem.
+FIELD_RULES: dict[tuple[type, str], FieldRule] = {
+    (ProjectCreate, "name"): check_name,
+    (ProjectCreate, "labels"): check_labels,
+    (PoolCreate, "name"): check_name,
+    (Quota, "cpu"): lambda field, value: check_cpu(field, value, allow_zero=True),
+    (Quota, "memory"): lambda field, value: check_memory(field, value, allow_zero=True),
+    (WorkloadSpec, "name"): check_name,
+    (WorkloadSpec, "image"): check_image,
+    (WorkloadSpec, "cpu"): lambda field, value: check_cpu(field, value, allow_zero=False),
+    (WorkloadSpec, "memory"): lambda field, value: check_memory(field, value, allow_zero=False),
+    (WorkloadSpec, "env"): check_env,
+    (WorkloadSpec, "labels"): check_labels,
+    (BindingPut, "resource_name"): check_resource_name,
+    (BindingPut, "node_labels"): lambda field, value: check_labels(
+        field, value, limit=MAX_FLAVOR_NODE_LABELS, reserved_domains=False
+    ),
+    (BindingPut, "tolerations"): check_tolerations,
+}

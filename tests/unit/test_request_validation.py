@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.validation import decode_body, humanize
+from app.api.field_errors import humanize
+from app.api.validation import decode_body
 from app.domain.errors import MalformedJson, PayloadTooLarge, ValidationFailed
-from app.domain.specs import PoolCreate, WorkloadSpec
+from app.domain.specs import BindingPut, PoolCreate, WorkloadSpec
 
 
 def errors_of(raw: bytes, struct: type) -> dict[str, str]:
@@ -31,7 +32,7 @@ def test_several_invalid_fields_are_reported_together() -> None:
     assert errors == {
         "accelerators": "must be at most 64",
         "replicas": "must be at least 1",
-        "priority": "'urgent' is not one of the allowed values",
+        "priority": "must be one of low, normal, high",
         "replica": "unknown field",
     }
 
@@ -42,7 +43,35 @@ def test_nested_fields_are_named_by_dotted_path() -> None:
         b'"cpu": "1", "memory": "1Gi", "gpus": 2}}',
         PoolCreate,
     )
-    assert set(errors) == {"quota.accelerators"} or set(errors) == {"quota.gpus"}
+    assert errors == {"quota.accelerators": "must be at least 0", "quota.gpus": "unknown field"}
+
+
+def test_schema_and_rule_violations_are_reported_in_one_answer() -> None:
+    errors = errors_of(
+        b'{"name": "aicp-x", "compute_pool": "p", "image": "Bad Image", "cpu": "lots", '
+        b'"memory": "1Ei", "replicas": 0, "labels": {"kueue.x-k8s.io/queue-name": "q"}, '
+        b'"env": {"AICP_X": "1"}}',
+        WorkloadSpec,
+    )
+    assert set(errors) == {
+        "name", "image", "cpu", "memory", "replicas", "labels.kueue.x-k8s.io/queue-name",
+        "env.AICP_X",
+    }  # fmt: skip
+    assert not any("^" in message or "`" in message for message in errors.values())
+
+
+def test_every_invalid_toleration_field_is_named() -> None:
+    errors = errors_of(
+        b'{"resource_name": "cpu", "flavor": "f", "tolerations": [{"effect": "Often"}, '
+        b'{"operator": "Maybe", "key": 3}]}',
+        BindingPut,
+    )
+    assert errors == {
+        "resource_name": errors["resource_name"],
+        "tolerations.0.effect": "must be one of NoSchedule, PreferNoSchedule, NoExecute",
+        "tolerations.1.operator": "must be one of Exists, Equal",
+        "tolerations.1.key": "must be a string or null, got an integer",
+    }
 
 
 def test_missing_required_fields_are_each_named() -> None:
@@ -66,7 +95,11 @@ def test_broken_json_is_malformed_and_oversized_bodies_are_too_large() -> None:
         ("Expected `int` <= 64 - at `$.accelerators`", "must be at most 64"),
         ("Expected `str` of length <= 30", "must be at most 30 characters"),
         ("Expected `array` of length <= 64", "must have at most 64 entries"),
-        ("Expected `str`, got `int`", "must be of type str, got int"),
+        ("Expected `str`, got `int`", "must be a string, got an integer"),
+        ("Expected `str | null`, got `array`", "must be a string or null, got an array"),
+        ("Expected `str` matching regex '^\\S+$'", "must not contain whitespace"),
+        ("Expected `str` matching regex '^x+$'", "has an invalid format"),
+        ("Some new library message", "is invalid"),
         (
             "Expected `str` matching regex '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'",
             "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending "

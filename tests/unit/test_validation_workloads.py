@@ -52,7 +52,10 @@ VALID = [
     pytest.param({"labels": {f"k{i}": "v" for i in range(16)}}, id="labels-16"),
     pytest.param({"labels": {"acme.com/team": "nlp", "empty": ""}}, id="labels-prefixed-empty"),
     pytest.param({"labels": {"k": "a" * 63, "b" * 63: "v"}}, id="labels-63-chars"),
-    pytest.param({"image": "a" * 512}, id="image-512"),
+    pytest.param(
+        {"image": "r.io/" + "a" * 250 + ":" + "t" * 128 + "@sha256:" + "0" * 64},
+        id="longest-image-reference",
+    ),
     pytest.param({"command": ["x"] * 64, "args": ["y"] * 64}, id="command-args-64"),
     pytest.param({"name": "a" * 40}, id="name-40"),
     pytest.param({"name": "aicp"}, id="name-aicp-without-dash"),

@@ -41,13 +41,13 @@ def field_errors(body: dict[str, object]) -> dict[str, str]:
         pytest.param({"name": "aicp-x"}, "name", "reserved prefix 'aicp-'", id="aicp-prefix"),
         pytest.param({"name": "kube-x"}, "name", "reserved prefix 'kube-'", id="kube-prefix"),
         pytest.param({"name": "system-x"}, "name", "reserved prefix 'system-'", id="sys-prefix"),
-        pytest.param({"name": 7}, "name", "must be of type str, got int", id="wrong-type"),
+        pytest.param({"name": 7}, "name", "must be a string, got an integer", id="wrong-type"),
         pytest.param({}, "name", "is required", id="missing"),
         pytest.param({"name": "ok", "nmae": "x"}, "nmae", "unknown field", id="unknown-field"),
         pytest.param(
             {"name": "ok", "labels": {"a": 1}},
             "labels",
-            "must be of type str",
+            "must be a string",
             id="label-value-type",
         ),
         pytest.param(

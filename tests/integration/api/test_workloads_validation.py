@@ -114,7 +114,7 @@ async def test_bounds_are_inclusive(api: Api) -> None:
         {"max_runtime_seconds": 60, "retries": 10, "priority": "low"},
         {"max_runtime_seconds": 30 * 86400, "priority": "high"},
         {"env": {f"K{i}": "v" for i in range(64)}, "labels": {f"k{i}": "v" for i in range(16)}},
-        {"image": "i" * 512, "command": ["x"] * 64, "args": ["y"] * 64},
+        {"image": "r.io/" + "i" * 250 + ":" + "t" * 128, "command": ["x"] * 64, "args": ["y"] * 64},
         {"cpu": "500m", "memory": "512Mi", "accelerators": 0},
     ]
     for i, changes in enumerate(edges):
