@@ -161,6 +161,30 @@ def current_facts(row: WorkloadRow, current: Evidence) -> dict[str, Any]:
     return facts_for(row, current, row.generation)
 
 
+def hold_progress(
+    old_state: str,
+    old_reason: str | None,
+    old_attempts: int,
+    new: Classification,
+    new_attempts: int,
+) -> Classification:
+    """`new`, unless it would move a running workload back without a cause.
+
+    Caches fill at different speeds: a pod that just finished can be seen before its Job
+    counts it, or a Job's pods can be missing from the pod cache for an instant. Classified
+    alone, such a moment reads "admitted, waiting for its pods" for a workload that is
+    running or done. Going back from RUNNING to ADMITTED is real only when another attempt
+    started (a failed pod being retried: the attempt count grew); otherwise the recorded state
+    and reason stand, and the next observation moves on from there. Going back to QUEUED is
+    Kueue's own verdict (an eviction or a preemption) and is kept. Call it only when the row's
+    facts describe the same generation as `new`.
+    """
+    restarted = new_attempts > old_attempts
+    if old_state == WorkloadState.RUNNING and new.state == WorkloadState.ADMITTED and not restarted:
+        return new._replace(state=WorkloadState.RUNNING, reason=old_reason or new.reason)
+    return new
+
+
 def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
     """(event type, message) for every milestone crossed from state `old` to `new.state`."""
     state = new.state
@@ -189,7 +213,8 @@ def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
         started = new.reason if state == WorkloadState.RUNNING else "The workload's pods started."
         events.append(("Started", started))
     if state == WorkloadState.SUCCEEDED:
-        events.append(("Succeeded", new.reason))
+        # The reason opens with "Succeeded: "; an event line shows its type already.
+        events.append(("Succeeded", new.reason.removeprefix("Succeeded: ")))
     elif state == WorkloadState.FAILED:
         events.append(("Failed", new.reason))
     return events

@@ -41,11 +41,13 @@ from app.reconcile.steps.drift import has_evidence_finalizer, subject_of
 from app.reconcile.steps.evidence import (
     current_facts,
     evidence_settled,
+    hold_progress,
     identity_of,
     job_finished,
     milestones,
     observe,
     previous_attempts,
+    recorded,
     spec_of,
     summary,
 )
@@ -55,6 +57,7 @@ from app.store import reconciling
 if TYPE_CHECKING:
     import uuid
 
+    from app.domain.classify.evidence import Evidence
     from app.domain.kube_objects import Manifest
     from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
@@ -205,10 +208,15 @@ class WorkloadStep:
         """Classify the Job and record what changed; finish a finished workload."""
         ctx = self.ctx
         classification = observe(ctx, row, spec, job)
+        facts = current_facts(row, classification.evidence)
+        before = recorded(row) if row.observed_generation == row.generation else None
+        if before is not None:
+            classification = hold_progress(
+                row.state, row.state_reason, before.attempts, classification, facts["attempts"]
+            )
         state = classification.state
         if state.is_terminal and not _settled(row) and not self._final_facts_in(row, job):
             return Result.requeue(SETTLE_RECHECK_SECONDS)
-        facts = current_facts(row, classification.evidence)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
@@ -233,7 +241,7 @@ class WorkloadStep:
             )
             if not written.written:
                 return Result.done()  # the row moved on; the change that moved it queues us
-            _observe_latency(crossed, written.age_seconds)
+            _observe_latency(crossed, written.age_seconds, before)
             if state.value != row.state:
                 log.info(
                     "workload %s/%s: %s -> %s: %s",
@@ -259,11 +267,15 @@ class WorkloadStep:
         return Result.requeue(RESYNC_SECONDS)
 
 
-def _observe_latency(crossed: list[tuple[str, str]], age: float | None) -> None:
+def _observe_latency(
+    crossed: list[tuple[str, str]], age: float | None, before: Evidence | None
+) -> None:
+    """Time from accepted to admitted and to running, once per generation: a retried pod
+    starting again crosses `Started` again, but the workload reached running only once."""
     if age is None:
         return
     kinds = {kind for kind, _ in crossed}
-    if "Admitted" in kinds:
+    if "Admitted" in kinds and (before is None or before.admission is None):
         TIME_TO_ADMITTED.observe(age)
-    if "Started" in kinds:
+    if "Started" in kinds and (before is None or before.started_at is None):
         TIME_TO_RUNNING.observe(age)
