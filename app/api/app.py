@@ -22,6 +22,7 @@ from app.api import (
     workload_views,
     workloads,
 )
+from app.api.api_docs import swagger_assets, swagger_plugin
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
@@ -84,7 +85,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         security=[{"bearer": []}],
     )
     app = Litestar(
-        route_handlers=[api, healthz, readyz, metrics_endpoint],
+        route_handlers=[api, healthz, readyz, metrics_endpoint, swagger_assets()],
         dependencies={
             "db": database_provider(deps.db),
             "caller": Provide(provide_caller),
@@ -99,7 +100,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
             "pools and GPU batch workloads on Kubernetes with Kueue. Errors are RFC 9457 "
             "problems (`application/problem+json`).",
             path="/schema",
-            render_plugins=[JsonRenderPlugin()],
+            render_plugins=[JsonRenderPlugin(), swagger_plugin()],
             components=Components(
                 security_schemes={
                     "bearer": SecurityScheme(

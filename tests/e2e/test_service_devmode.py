@@ -1,8 +1,9 @@
 """`python -m app dev` (what `make run` starts) in a subprocess: it announces the API, the admin
 token and the embedded kubesim, serves the README's golden path, and stops cleanly on SIGTERM.
 
-The README test runs the ```sh blocks of the README's "Golden path" section, unchanged, with
-bash against the dev process, so the documentation stays true.
+The README test runs the ```sh blocks of the README's "Quick start" and "Golden path" sections,
+unchanged and in order, with bash against one fresh dev process, so the documentation stays
+true when followed top to bottom.
 """
 
 from __future__ import annotations
@@ -112,13 +113,19 @@ async def _status(client: httpx.AsyncClient, path: str, expected: int) -> bool:
     return (await client.get(path)).status_code == expected
 
 
+def _blocks(text: str, title: str) -> list[str]:
+    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
+
+
 def golden_path_script() -> str:
-    """The ```sh blocks of the README's "Golden path" section, in order."""
+    """The ```sh blocks of the README's "Quick start" and "Golden path" sections, in order:
+    the README followed top to bottom on one fresh instance."""
     text = README.read_text()
-    section = text.split("\n## Golden path\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
-    assert len(blocks) >= 6, "the golden path lost its code blocks"
-    return "set -euo pipefail\n" + "\n".join(blocks)
+    quick, golden = _blocks(text, "Quick start"), _blocks(text, "Golden path")
+    assert len(quick) >= 2, "the quick start lost its code blocks"
+    assert len(golden) >= 6, "the golden path lost its code blocks"
+    return "set -euo pipefail\n" + "\n".join(quick + golden)
 
 
 async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_releases_every_lease(
@@ -139,6 +146,8 @@ async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_release
         transcript = output.decode()
 
         assert shell.returncode == 0, transcript
+        assert "204\n401\n" in transcript  # the quick start's token, revoked
+        assert "Succeeded: Succeeded" not in transcript  # an event line shows its type once
         assert '"SUCCEEDED"' in transcript
         assert '"product": "NVIDIA-H100-80GB-HBM3"' in transcript
         assert "epoch 1: loss 0.42" in transcript  # the pod's log

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -153,3 +154,18 @@ async def test_options_needs_no_token_and_reveals_nothing_else(
         assert response.status_code == 204 and response.content == b""
         assert (await anonymous.get("/api/v1/projects/secret-project")).status_code == 401
     assert ADMIN_TOKEN
+
+
+async def test_the_interactive_docs_page_loads_everything_from_this_server(
+    shared_client: httpx.AsyncClient,
+) -> None:
+    async with httpx.AsyncClient(base_url=shared_client.base_url) as anonymous:
+        page = await anonymous.get("/schema/swagger")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", page.text)
+        assert len(assets) >= 4
+        for asset in assets:
+            assert asset.startswith("/schema/swagger-ui/"), asset  # nothing from a CDN
+            loaded = await anonymous.get(asset)
+            assert loaded.status_code == 200 and loaded.content, asset
+        assert '"openapi"' in page.text  # the document is embedded in the page
