@@ -3,7 +3,7 @@
 UV ?= uv
 PY := .venv/bin/python
 
-.PHONY: run run-real real-cluster test test-kubesim test-real lint fmt venv bench clean
+.PHONY: run run-real real-cluster test test-kubesim test-real lint fmt venv bench loadtest clean
 
 # The real-cluster tier needs Go (to build kube-apiserver, Kueue, KWOK... from pinned modules).
 HAVE_GO := $(shell command -v go 2>/dev/null)
@@ -53,6 +53,20 @@ lint: venv
 fmt: venv
 	.venv/bin/ruff format app kubesim realcluster tests loadtest
 	.venv/bin/ruff check --fix app kubesim realcluster tests loadtest
+
+# locust's users (loadtest/locustfile.py) for LOADTEST_SECONDS against `python -m app dev` in a
+# throwaway state directory (embedded PostgreSQL, or a fresh database on LOADTEST_PG's server);
+# CSV and HTML reports under loadtest/reports/.
+LOADTEST_SECONDS ?= 30
+LOADTEST_USERS ?= 20
+LOADTEST_PG ?=
+loadtest: venv
+	$(PY) loadtest/locust_run.py --seconds $(LOADTEST_SECONDS) --users $(LOADTEST_USERS) \
+		$(if $(LOADTEST_PG),--pg $(LOADTEST_PG))
+
+# aicp and the FastAPI + SQLAlchemy comparison server under the same load, side by side.
+bench: venv
+	$(PY) loadtest/side_by_side.py
 
 clean:
 	rm -rf .venv .aicp .mypy_cache .ruff_cache .pytest_cache
