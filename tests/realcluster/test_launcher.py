@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +97,39 @@ def test_a_stopped_cluster_leaves_no_process_behind() -> None:
 def _zombie(pid: int) -> bool:
     status = Path(f"/proc/{pid}/status").read_text()
     return "State:\tZ" in status
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def test_a_launcher_killed_with_sigkill_takes_its_components_with_it(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    with subprocess.Popen(
+        [sys.executable, "-m", "realcluster", "up", "--dir", str(tmp_path / "cluster")],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as launcher:
+        try:
+            assert launcher.stderr is not None
+            for line in launcher.stderr:  # ends at EOF should it exit early
+                if "real-cluster: up in" in line:
+                    break
+            assert launcher.poll() is None, "the launcher exited before the cluster was up"
+            components = _children(launcher.pid)
+            assert len(components) == 6
+            launcher.send_signal(signal.SIGKILL)  # no teardown code runs
+            launcher.wait()
+            deadline = time.monotonic() + 15
+            while [p for p in components if Path(f"/proc/{p}").exists() and not _zombie(p)]:
+                assert time.monotonic() < deadline, "components outlived their launcher"
+                time.sleep(0.05)
+        finally:
+            if launcher.poll() is None:
+                launcher.kill()
