@@ -3,7 +3,7 @@
 UV ?= uv
 PY := .venv/bin/python
 
-.PHONY: run run-real real-cluster test test-kubesim test-real lint fmt venv bench loadtest clean
+.PHONY: run run-real real-cluster test test-kubesim test-real fuzz lint fmt venv bench loadtest clean
 
 # The real-cluster tier needs Go (to build kube-apiserver, Kueue, KWOK... from pinned modules).
 HAVE_GO := $(shell command -v go 2>/dev/null)
@@ -43,6 +43,13 @@ test-kubesim: venv
 test-real:
 	@echo "make test: real-cluster tier SKIPPED: no Go toolchain on this machine (install Go >= 1.26 to run it)"
 endif
+
+# The API against its own OpenAPI document: >= 5,000 generated requests (valid and invalid), no
+# 5xx, no status, content type or body outside the document. `make test` runs a short version.
+FUZZ_CASES ?= 5000
+fuzz: venv
+	AICP_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest tests/integration/api/test_schemathesis.py \
+		-q -s -p no:cacheprovider -o timeout=3600
 
 lint: venv
 	.venv/bin/ruff check app kubesim realcluster tests loadtest

@@ -30,6 +30,8 @@ _DESCRIPTIONS = {
     503: "service-unavailable: the database is unreachable; see Retry-After",
 }
 
+PROBLEM_MEDIA = "application/problem+json"
+
 READ = (401, 404, 422, 503)
 WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)
 DELETE = (401, 403, 404, 409, 412, 422, 503)
@@ -86,3 +88,21 @@ def describe_components(app: Litestar) -> None:
     for name, schema in schemas.items():
         if isinstance(schema, Schema) and not schema.description and name in docs:
             schema.description = docs[name]
+    _drop_unsent_responses(app)
+
+
+def _drop_unsent_responses(app: Litestar) -> None:
+    """Remove the responses Litestar documents on its own that aicp never sends.
+
+    Litestar adds a ``400`` "Validation Exception" (its own JSON shape) to every operation with
+    parameters; aicp answers invalid parameters with a ``422`` problem, and a ``400`` only for
+    a body that is not JSON (documented, as a problem, on the routes that take a body).
+    """
+    for item in (app.openapi_schema.paths or {}).values():
+        for method in ("get", "put", "post", "delete", "patch", "head", "options"):
+            operation = getattr(item, method, None)
+            responses = operation.responses if operation is not None else None
+            bad = (responses or {}).get("400")
+            content = getattr(bad, "content", None) or {}
+            if responses is not None and bad is not None and PROBLEM_MEDIA not in content:
+                del responses["400"]

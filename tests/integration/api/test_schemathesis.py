@@ -6,7 +6,8 @@ creates, updates and deletes run their real code paths), valid ones with random 
 invalid ones. Every answer must not be
 a 5xx, must use a documented status code and content type, and must match the documented
 schema. The run is bounded (a fixed number of examples per operation, derandomized), so it
-is quick and repeatable in CI.
+is quick and repeatable in CI. ``make fuzz`` runs the same test with ``AICP_FUZZ_CASES`` set
+(at least 5,000 cases in all, spread over the operations, random seeds): the longer run.
 
 Schemathesis's client is synchronous: it runs in a worker thread while this test's event loop
 keeps serving the requests.
@@ -15,6 +16,8 @@ keeps serving the requests.
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 from typing import Any
 
 import hypothesis
@@ -40,6 +43,8 @@ from tests.integration.api.pool_workload_setup import (
 from tests.support.api_client import ADMIN_TOKEN, Api
 
 EXAMPLES_PER_OPERATION = 15
+#: Total cases wanted by the long run (`make fuzz`); 0 for the CI run.
+FUZZ_CASES = int(os.environ.get("AICP_FUZZ_CASES", "0"))
 # Path parameters naming what the test creates first.
 EXISTING = {
     "project": PROJECT,
@@ -73,14 +78,17 @@ def _exercise(base_url: str) -> tuple[int, list[str]]:
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     failures: list[str] = []
     ran = 0
-    for result in schema.get_all_operations():
-        operation = result.ok()
+    operations = [result.ok() for result in schema.get_all_operations()]
+    examples = EXAMPLES_PER_OPERATION
+    if FUZZ_CASES:  # operations with few distinct inputs run fewer: aim high
+        examples = max(examples, math.ceil(2 * FUZZ_CASES / len(operations)))
+    for operation in operations:
 
         @hypothesis.settings(
-            max_examples=EXAMPLES_PER_OPERATION,
+            max_examples=examples,
             deadline=None,
             database=None,
-            derandomize=True,
+            derandomize=not FUZZ_CASES,
             phases=[Phase.explicit, Phase.generate],
             suppress_health_check=list(HealthCheck),
         )
@@ -101,5 +109,6 @@ async def test_no_operation_answers_5xx_or_off_schema(api: Api, service: Service
     await project_with_pool(api)
     await create_workload(api)
     ran, failures = await asyncio.to_thread(_exercise, service.url)
-    assert ran >= 100
+    print(f"schemathesis: {ran} cases, {len(failures)} operations failing")
+    assert ran >= max(100, FUZZ_CASES)
     assert failures == [], "\n\n".join(failures)
