@@ -71,5 +71,9 @@ loadtest: venv
 	$(PY) loadtest/locust_run.py --seconds $(LOADTEST_SECONDS) --users $(LOADTEST_USERS) \
 		$(if $(LOADTEST_PG),--pg $(LOADTEST_PG))
 
+# aicp and the FastAPI + SQLAlchemy comparison server under the same load (wrk), side by side.
+bench: venv
+	$(PY) loadtest/side_by_side.py
+
 clean:
 	rm -rf .venv .aicp .mypy_cache .ruff_cache .pytest_cache
