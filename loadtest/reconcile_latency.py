@@ -1,6 +1,7 @@
 """End-to-end reconcile latency: API → Kubernetes, and Kubernetes → API.
 
     .venv/bin/python loadtest/reconcile_latency.py --submissions 250 --concurrency 1 --observed 50
+    .venv/bin/python loadtest/reconcile_latency.py --rate 200 --seconds 60 --observed 20
 
 Runs kubesim and `python -m app serve` as separate processes (`e2e_stack.py`); this process is
 the user (HTTP to aicp) and an observer (watches on kubesim). Two measurements:
@@ -13,6 +14,11 @@ the user (HTTP to aicp) and an observer (watches on kubesim). Two measurements:
    poller GETs the workload every `--poll-ms` and records when the API first shows
    `RUNNING` and `SUCCEEDED`. The difference is the time a pod change takes to reach the API
    (informer → event routing → step → fenced write), plus up to one poll interval.
+
+With `--rate R` the submissions of (1) are open loop instead: one every 1/R s for `--seconds`
+whatever the answers do (the load a fleet of users puts on the service), and (2) runs at the
+same time, so both hand-offs are measured under that load. A submission whose Job does not
+appear within 60 s fails the run.
 
 Watch events are timestamped when they arrive here: kubesim is local, so this is the event's
 time plus well under a millisecond. Prints percentiles in ms, then kubesim's request counters.
@@ -119,6 +125,43 @@ async def job_creation(
     report(f"POST 202 -> Job ADDED (c={concurrency})", samples)
 
 
+async def job_creation_at_rate(
+    client: httpx.AsyncClient, seen: Seen, rate: float, seconds: float
+) -> None:
+    """One submission every 1/rate s for `seconds` (open loop), each timed to its Job."""
+    samples: list[float] = []
+    late: list[float] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def one(i: int) -> None:
+        body = workload(f"rate-{i}", accelerators=0, env={"KUBESIM_RUN_SECONDS": "0.05"})
+        response = await client.post(WORKLOADS, json=body)
+        returned = time.perf_counter()
+        response.raise_for_status()
+        created = await seen.wait(response.json()["uid"], "job")
+        samples.append((created - returned) * 1000)
+
+    tasks = []
+    total = round(rate * seconds)
+    for i in range(total):
+        due = start + i / rate
+        delay = due - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            late.append(-delay)
+        tasks.append(asyncio.create_task(one(i)))
+    sent = loop.time() - start
+    await asyncio.gather(*tasks)
+    print(
+        f"submitted {total} in {sent:.1f} s ({total / sent:.0f}/s offered, {rate:g}/s asked); "
+        f"all Jobs existed {loop.time() - start:.1f} s after the first submission",
+        flush=True,
+    )
+    report(f"POST 202 -> Job ADDED ({rate:g}/s)", samples)
+
+
 async def status_propagation(
     client: httpx.AsyncClient, seen: Seen, count: int, poll_seconds: float
 ) -> None:
@@ -166,7 +209,12 @@ async def main(args: argparse.Namespace) -> None:
         seen = Seen()
         async with (
             httpx.AsyncClient(base_url=stack.kubesim_url) as sim,
-            httpx.AsyncClient(base_url=stack.aicp_url, headers=stack.headers, timeout=30) as client,
+            httpx.AsyncClient(
+                base_url=stack.aicp_url,
+                headers=stack.headers,
+                timeout=httpx.Timeout(60, pool=None),  # open loop: requests may queue here
+                limits=httpx.Limits(max_connections=64),
+            ) as client,
         ):
             await setup_pool(client)
             cpu_before = stack.cpu_seconds(stack.aicp_pid), stack.cpu_seconds(stack.kubesim_pid)
@@ -177,14 +225,21 @@ async def main(args: argparse.Namespace) -> None:
             ]
             await asyncio.gather(*(event.wait() for event in opened))
             try:
-                await job_creation(client, seen, args.submissions, args.concurrency)
-                await status_propagation(client, seen, args.observed, args.poll_ms / 1000)
+                if args.rate:
+                    await asyncio.gather(
+                        job_creation_at_rate(client, seen, args.rate, args.seconds),
+                        status_propagation(client, seen, args.observed, args.poll_ms / 1000),
+                    )
+                else:
+                    await job_creation(client, seen, args.submissions, args.concurrency)
+                    await status_propagation(client, seen, args.observed, args.poll_ms / 1000)
             finally:
                 for task in watches:
                     task.cancel()
                 await asyncio.gather(*watches, return_exceptions=True)
             steps = _step_totals((await client.get("/metrics")).text)
-            workloads = args.submissions + args.observed
+            submitted = round(args.rate * args.seconds) if args.rate else args.submissions
+            workloads = submitted + args.observed
             count, seconds = steps.get("workload", (0.0, 0.0))
             print(
                 f"aicp workload steps: {count:.0f} ({count / workloads:.1f} per workload), "
@@ -210,6 +265,10 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--observed", type=int, default=50)
     parser.add_argument("--poll-ms", type=float, default=5.0)
+    parser.add_argument(
+        "--rate", type=float, default=None, help="open-loop submissions per second instead"
+    )
+    parser.add_argument("--seconds", type=float, default=60.0, help="how long --rate lasts")
     parser.add_argument(
         "--write-qps", type=float, default=None, help="aicp's AICP_KUBE_WRITE_QPS (default 50)"
     )
