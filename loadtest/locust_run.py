@@ -148,6 +148,11 @@ def main() -> None:
             "--only-summary",
         ]
         code = subprocess.call(command, env={**os.environ, "AICP_LOADTEST_TOKEN": token})
+    stats = (prefix.parent / f"{prefix.name}_stats.csv").read_text().splitlines()
+    aggregated = next(line for line in stats if line.startswith(",Aggregated,"))
+    if code == 0 and int(aggregated.split(",")[2]) == 0:
+        print("locust_run: the users made no request", file=sys.stderr)
+        code = 1
     print(f"reports: {prefix}_stats.csv, {prefix}_failures.csv, {prefix.with_suffix('.html')}")
     sys.exit(code)
 

@@ -102,6 +102,7 @@ class MLEngineer(FastHttpUser):
         self.mine: list[str] = []
         self.submitted = 0
         self.me = secrets.token_hex(3)
+        self.submit()  # an engineer arrives with a job to run
 
     @property
     def workloads(self) -> str:

@@ -1,0 +1,95 @@
+"""Every benchmark runs end to end at a tiny scale and prints its table, so none of them rots.
+
+No timing is asserted (the numbers are only meaningful on a quiet machine, see
+docs/BENCHMARKS.md); what is asserted is what a person running the benchmark relies on: it
+starts its services, every request it makes is answered as the API promises (each script fails
+otherwise), and it prints its results in the documented shape.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _server(pg_server_url: str) -> str:
+    """The server part of the test database URL (the scripts make their own databases)."""
+    if "?" in pg_server_url:
+        pytest.skip("the benchmarks need PostgreSQL over TCP (AICP_TEST_DATABASE_URL)")
+    return pg_server_url.rsplit("/", 1)[0]
+
+
+def _run(*argv: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=280
+    )
+    assert done.returncode == 0, f"{argv[0]} failed:\n{done.stdout}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+def test_side_by_side_prints_the_ratio_table(pg_server_url: str) -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("wrk is not installed (apt-get install wrk; .ci/run installs it)")
+    out = _run(
+        "loadtest/side_by_side.py",
+        "--seconds",
+        "1",
+        "--seeded",
+        "5",
+        "--pg",
+        _server(pg_server_url),
+    )
+    assert "| request | aicp | comparison stack | ratio |" in out
+    rows = [line for line in out.splitlines() if line.startswith("| `")]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "`GET .../workloads/{name}`",
+        "`POST .../workloads`",
+    ]
+    assert all(row.rstrip(" |").endswith("x") for row in rows)
+
+
+def test_latency_benchmark_at_a_fixed_rate_prints_percentiles(pg_server_url: str) -> None:
+    out = _run(
+        "loadtest/reconcile_latency.py",
+        "--admin-url",
+        pg_server_url,
+        "--rate",
+        "5",
+        "--seconds",
+        "1",
+        "--observed",
+        "1",
+    )
+    for title in ("POST 202 -> Job ADDED (5/s)", "pod Succeeded -> API SUCCEEDED"):
+        line = next((line for line in out.splitlines() if line.startswith(title)), None)
+        assert line is not None, out
+        assert "p50=" in line and "p99=" in line
+    assert "submitted 5 in" in out
+
+
+def test_locust_load_test_runs_headless_and_writes_reports(
+    pg_server_url: str, tmp_path: Path
+) -> None:
+    out = _run(
+        "loadtest/locust_run.py",
+        "--seconds",
+        "8",
+        "--users",
+        "4",
+        "--pg",
+        _server(pg_server_url),
+        "--reports",
+        str(tmp_path),
+    )
+    assert "reports:" in out
+    stats = (tmp_path / "aicp_stats.csv").read_text()
+    assert "POST workloads" in stats
+    assert "Aggregated" in stats
+    assert (tmp_path / "aicp.html").stat().st_size > 0
