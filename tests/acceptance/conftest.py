@@ -15,11 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.scenario import POOL, setup_pool
 from tests.support.service import RunningService, start_service
 from tests.support.waiting import wait_until
 
-CLASS = "h100-80g"
-POOL = "h100-pool"
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
 
 
@@ -39,24 +38,7 @@ class Scenario:
 
     async def setup_pool(self, accelerators: int = 16) -> None:
         """A binding, the project and a pool of `accelerators` H100s, waited for until READY."""
-        api, client = self.running.api, self.running.client
-        await api.put_binding(CLASS, flavor=CLASS)
-        await api.create_project(self.project)
-        response = await client.post(
-            f"/api/v1/projects/{self.project}/compute-pools",
-            json={
-                "name": POOL,
-                "accelerator_class": CLASS,
-                "quota": {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"},
-            },
-        )
-        assert response.status_code == 202, response.text
-
-        async def ready() -> bool:
-            pool = await client.get(f"/api/v1/projects/{self.project}/compute-pools/{POOL}")
-            return bool(pool.json()["status"]["state"] == "READY")
-
-        await wait_until(ready, timeout=30, message="pool READY")
+        await setup_pool(self.running, accelerators, project=self.project, timeout=30)
 
     async def submit(self, name: str, **changes: Any) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -8,7 +8,8 @@ from typing import Any
 
 import asyncpg
 
-from tests.acceptance.conftest import CLASS, PRODUCT, Scenario
+from tests.acceptance.conftest import PRODUCT, Scenario
+from tests.e2e.scenario import CLASS
 
 ORDER = ["PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"]
 

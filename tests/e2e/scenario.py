@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.service import RunningService
+from tests.support.waiting import wait_until
 
 PROJECT = "research"
 NAMESPACE = f"aicp-{PROJECT}"
@@ -30,12 +31,18 @@ def workload_body(name: str, **changes: Any) -> dict[str, Any]:
     return body
 
 
-async def setup_pool(running: RunningService, accelerators: int = 16) -> None:
+async def setup_pool(
+    running: RunningService,
+    accelerators: int = 16,
+    *,
+    project: str = PROJECT,
+    timeout: float = 15,
+) -> None:
     """Binding, project and a pool of `accelerators` H100s, waited for until READY."""
     await running.api.put_binding(CLASS, flavor=CLASS)
-    await running.api.create_project(PROJECT)
+    await running.api.create_project(project)
     response = await running.client.post(
-        f"/api/v1/projects/{PROJECT}/compute-pools",
+        f"/api/v1/projects/{project}/compute-pools",
         json={
             "name": POOL,
             "accelerator_class": CLASS,
@@ -45,12 +52,10 @@ async def setup_pool(running: RunningService, accelerators: int = 16) -> None:
     assert response.status_code == 202, response.text
 
     async def ready() -> bool:
-        pool = await running.client.get(f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}")
+        pool = await running.client.get(f"/api/v1/projects/{project}/compute-pools/{POOL}")
         return bool(pool.json()["status"]["state"] == "READY")
 
-    from tests.support.waiting import wait_until
-
-    await wait_until(ready, timeout=15, message="pool READY")
+    await wait_until(ready, timeout=timeout, message="pool READY")
 
 
 async def submit(running: RunningService, name: str, **changes: Any) -> dict[str, Any]:
