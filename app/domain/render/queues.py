@@ -64,8 +64,9 @@ def render_resource_flavor(binding: BindingPut) -> Manifest:
     """The binding's ResourceFlavor: its node labels and the tolerations Kueue adds to pods.
 
     Flavors are cluster-scoped and may be shared by the pools of many projects (and by more
-    than one binding), so the manifest names no project, pool or accelerator class: a label
-    naming one would flap between the sharers. Reference tracking happens in the database.
+    than one binding, of the same node labels and tolerations: a binding write refuses any
+    other), so the manifest names no project, pool or accelerator class: a label naming one
+    would flap between the sharers. Reference tracking happens in the database.
     """
     spec: Manifest = {}
     if binding.node_labels:
