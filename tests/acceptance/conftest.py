@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.scenario import POOL, setup_pool
+from tests.e2e.scenario import setup_pool, workload_body
 from tests.support.service import RunningService, start_service
 from tests.support.waiting import wait_until
 
@@ -41,17 +41,8 @@ class Scenario:
         await setup_pool(self.running, accelerators, project=self.project, timeout=30)
 
     async def submit(self, name: str, **changes: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "name": name,
-            "compute_pool": POOL,
-            "image": "ghcr.io/acme/train:1.4",
-            "command": ["python", "train.py"],
-            "accelerators": 8,
-            "cpu": "8",
-            "memory": "64Gi",
-            "env": {"KUBESIM_RUN_SECONDS": "1"},
-            **changes,
-        }
+        """One 8-GPU pod that runs for a second (as `changes` do not say otherwise)."""
+        body = workload_body(name, **{"env": {"KUBESIM_RUN_SECONDS": "1"}, **changes})
         response = await self.running.client.post(self.workloads, json=body)
         assert response.status_code == 202, response.text
         accepted: dict[str, Any] = response.json()
