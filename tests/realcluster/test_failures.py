@@ -42,6 +42,7 @@ def test_a_build_without_go_says_so_in_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.real_cluster  # needs Go
 def test_a_module_the_proxy_does_not_serve_names_the_unit_and_its_log(tmp_path: Path) -> None:
     done = _realcluster(
         "build",
