@@ -77,6 +77,7 @@ class PoolStep:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
         self._checked: dict[uuid.UUID, float] = {}  # pool id → monotonic time of last check
+        self._flavors: dict[uuid.UUID, bytes] = {}  # pool id → the flavor it last checked
 
     async def __call__(self, pool_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
@@ -86,6 +87,7 @@ class PoolStep:
         if row is None:
             ctx.routes.forget(pool_id)
             self._checked.pop(pool_id, None)
+            self._flavors.pop(pool_id, None)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
         await ctx.refresh_gauges()
@@ -134,13 +136,17 @@ class PoolStep:
 
     def _unwatched_due(self, row: PoolRow, queue: Manifest | None, binding: BindingPut) -> bool:
         """Whether to read the flavor and LocalQueue back now: every `UNWATCHED_CHECK_SECONDS`,
-        and at once while the queue says the pool cannot admit (a flavor may be missing)."""
+        at once while the queue says the pool cannot admit (a flavor may be missing), and at once
+        when the binding renders another flavor than last checked (a replaced binding rings
+        its pools: the new node labels reach the flavor now, not at the next periodic check)."""
         now = time.monotonic()
         state = classify_pool(queue, resource_name=binding.resource_name).state
         recent = now - self._checked.get(row.id, 0.0) < UNWATCHED_CHECK_SECONDS
-        if recent and state != ResourceState.DEGRADED:
+        flavor = msgspec.json.encode(render_resource_flavor(binding))
+        if recent and state != ResourceState.DEGRADED and self._flavors.get(row.id) == flavor:
             return False
         self._checked[row.id] = now
+        self._flavors[row.id] = flavor
         return True
 
     async def _unwatched_drift(
