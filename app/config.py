@@ -3,7 +3,8 @@
 Beyond §9: `AICP_KUBE_WRITE_QPS` (50) and `AICP_KUBE_WRITE_BURST` (100) set the Kubernetes
 write rate limit (`app.kube.client.KubeSettings`); `AICP_RECOVERY_TIMEOUT_SECONDS` (60) is how
 long the doorbell's LISTEN connection or an informer may stay down before the process exits
-(`app.supervision`).
+(`app.supervision`); `AICP_EVENT_RETENTION_DAYS` (90) and `AICP_TOMBSTONE_RETENTION_DAYS` (30)
+how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -124,6 +125,8 @@ class Settings:
     kube_write_qps: float = 50.0
     kube_write_burst: int = 100
     recovery_timeout_seconds: float = 60.0
+    event_retention_days: int = 90
+    tombstone_retention_days: int = 30
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -185,6 +188,18 @@ class Settings:
                 60.0,
                 _positive_seconds,
                 "a positive number of seconds",
+            ),
+            event_retention_days=read(
+                "AICP_EVENT_RETENTION_DAYS",
+                90,
+                _int_between(0, 36500),
+                "a number of days between 0 (keep forever) and 36500",
+            ),
+            tombstone_retention_days=read(
+                "AICP_TOMBSTONE_RETENTION_DAYS",
+                30,
+                _int_between(0, 36500),
+                "a number of days between 0 (keep forever) and 36500",
             ),
         )
         if not dev_mode:

@@ -10,7 +10,7 @@
 (``app.supervision``) reports that a long-lived part died or did not recover in time: then it
 stops the service in the same order and raises ``ProcessFailed`` (exit status 1), so that
 Kubernetes restarts the container. Background components (the reconciler, the informers, the
-idempotency purge) are started and stopped in ``_start_background`` / ``_stop_background``:
+retention purge) are started and stopped in ``_start_background`` / ``_stop_background``:
 that is the seam where they plug in, and each hands the supervisor what it runs.
 
 With ``kube_settings`` (always under ``run_service``) the reconciler component is
@@ -32,9 +32,10 @@ import uvicorn
 
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.reconcile.engine import EngineConfig, Reconciler
-from app.store import idempotency
+from app.store import idempotency, retention
 from app.store.db import Database
 from app.store.migrations import migrate
+from app.store.retention import Retention
 from app.supervision import ProcessFailed, Supervisor
 from app.wiring import ReconcilingComponent, kube_settings_for
 
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp")
 
-IDEMPOTENCY_PURGE_INTERVAL_SECONDS = 3600.0
+#: How often expired idempotency keys, and events and tombstones past retention, are purged.
+PURGE_INTERVAL_SECONDS = 3600.0
 SHUTDOWN_GRACE_SECONDS = 10
 
 
@@ -153,19 +155,30 @@ class Service:
         stop_event = asyncio.Event()
         task: list[asyncio.Task[None]] = []
 
+        keep = Retention(
+            event_days=self.settings.event_retention_days,
+            tombstone_days=self.settings.tombstone_retention_days,
+        )
+
         async def purge_loop() -> None:
             while not stop_event.is_set():
                 try:
                     async with db.connection() as conn:
-                        purged = await idempotency.purge_expired(conn)
-                    log.debug("purged %d idempotency keys older than 24 h", purged)
+                        keys = await idempotency.purge_expired(conn)
+                    purged = await retention.purge(db, keep)
+                    log.debug(
+                        "purged %d idempotency keys, %d events, %d tombstones",
+                        keys,
+                        purged.events,
+                        purged.tombstones,
+                    )
                 except Exception:  # the next round tries again; the API does not depend on it
-                    log.warning("purging idempotency keys failed", exc_info=True)
+                    log.warning("purging old rows failed", exc_info=True)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop_event.wait(), IDEMPOTENCY_PURGE_INTERVAL_SECONDS)
+                    await asyncio.wait_for(stop_event.wait(), PURGE_INTERVAL_SECONDS)
 
         async def start() -> None:
-            task.append(asyncio.create_task(purge_loop(), name="idempotency-purge"))
+            task.append(asyncio.create_task(purge_loop(), name="retention-purge"))
 
         async def stop() -> None:
             stop_event.set()
@@ -174,9 +187,9 @@ class Service:
 
         def supervise(supervisor: Supervisor) -> None:
             for running in task:
-                supervisor.watch_task("the idempotency purge", running)
+                supervisor.watch_task("the retention purge", running)
 
-        purge = BackgroundComponent("idempotency-purge", start, stop, supervise=supervise)
+        purge = BackgroundComponent("retention-purge", start, stop, supervise=supervise)
         return [purge, self._reconciler_component()]
 
     def _reconciler_component(self) -> BackgroundComponent:

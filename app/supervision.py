@@ -6,7 +6,7 @@ process watches two kinds of thing:
 
 - **tasks that must run until the process stops** (`watch_task`): the HTTP server, the reconcile
   engine (whose own supervisor stops it when any of its tasks dies), each informer's loop, the
-  idempotency purge. One that ends, by an exception or by returning, is a failure at once.
+  retention purge. One that ends, by an exception or by returning, is a failure at once.
 - **parts that may be down for a while but must recover** (`watch_recovery`): the doorbell's
   LISTEN connection, each informer's list/watch. Each is asked every `check_interval` seconds
   why it is down (None while it is up); one that stays down for `recovery_seconds`

@@ -66,12 +66,6 @@ WHERE name = $1;
 -- name: project_id_by_name
 SELECT id FROM projects WHERE name = $1;
 
--- name: project_by_id
-SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
-FROM projects
-WHERE id = $1;
-
 -- name: list_projects
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
        deletion_requested_at, created_at, updated_at, created_by
@@ -150,10 +144,6 @@ RETURNING id, name;
 
 -- name: token_exists
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
-
--- name: notify_token_revoked
--- Cache-invalidation hint for every replica; the payload is the token id.
-SELECT pg_notify('aicp_tokens', $1);
 
 -- ===== section: accelerator bindings =====
 
@@ -267,6 +257,23 @@ WHERE identity = $1 AND key = $2;
 -- name: purge_idempotency_keys
 DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
 
+-- ===== section: retention =====
+-- app/store/retention.py: old events and tombstones go in bounded batches (0004).
+
+-- name: purge_events_before
+-- Of the $2 oldest events (by id: the primary key, in the order events were written), delete
+-- those older than $1. Reads at most $2 index entries, so a purge with nothing to do is cheap.
+DELETE FROM events
+WHERE id = ANY (ARRAY (SELECT id FROM events ORDER BY id LIMIT $2))
+  AND at < $1;
+
+-- name: purge_tombstones_before
+-- Up to $2 tombstones older than $1, oldest first (index tombstones_by_age).
+DELETE FROM tombstones t
+WHERE (t.kind, t.resource_id) IN (
+    SELECT kind, resource_id FROM tombstones WHERE deleted_at < $1 ORDER BY deleted_at LIMIT $2
+);
+
 -- ===== section: pools and workloads =====
 -- app/store/pools.py and app/store/workloads.py. Pool reads carry usage counted from the
 -- workloads that reference the pool and are not being deleted (index workloads_by_pool).
@@ -301,6 +308,7 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE w.state IN ('PENDING', 'QUEUED')) AS workloads_pending
     FROM workloads w
     WHERE w.pool_id = p.id AND w.deletion_requested_at IS NULL
+      AND w.state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING')
 ) u
 WHERE p.project_id = $1 AND p.name = $2;
 
@@ -315,6 +323,7 @@ CROSS JOIN LATERAL (
            count(*) FILTER (WHERE w.state IN ('PENDING', 'QUEUED')) AS workloads_pending
     FROM workloads w
     WHERE w.pool_id = p.id AND w.deletion_requested_at IS NULL
+      AND w.state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING')
 ) u
 WHERE p.project_id = $1 AND (p.created_at, p.id) < ($2, $3::uuid)
 ORDER BY p.created_at DESC, p.id DESC
@@ -378,11 +387,35 @@ SELECT * FROM workloads WHERE project_id = $1 AND name = $2;
 SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
 
 -- name: list_workloads
--- Optionally only one state ($2) and one pool name ($3).
+-- One statement per filter combination, each walking the index in list order on exactly the
+-- columns it filters (0004): a generic plan of one statement with optional filters could not.
 SELECT * FROM workloads
 WHERE project_id = $1
-  AND ($2::text IS NULL OR state = $2)
-  AND ($3::text IS NULL OR spec->>'compute_pool' = $3)
+  AND (created_at, id) < ($2, $3::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $4;
+
+-- name: list_workloads_in_state
+SELECT * FROM workloads
+WHERE project_id = $1 AND state = $2
+  AND (created_at, id) < ($3, $4::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $5;
+
+-- name: pool_id_by_name
+SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
+
+-- name: list_workloads_in_pool
+-- $2 the pool's id (resolved from its name in the project beforehand).
+SELECT * FROM workloads
+WHERE pool_id = $2 AND project_id = $1
+  AND (created_at, id) < ($3, $4::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $5;
+
+-- name: list_workloads_in_pool_in_state
+SELECT * FROM workloads
+WHERE pool_id = $2 AND project_id = $1 AND state = $3
   AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $6;

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
     from litestar.connection import ASGIConnection
 
+    from app.domain.kinds import Kind
     from app.reconcile.engine import NewLease, Reconciler
-    from app.store.audit import ReconciledKind
     from app.store.db import Connection
 
 STATE_KEY = "reconciler"
@@ -36,7 +36,7 @@ class CreateLease:
         self._reconciler: Reconciler | None = request.app.state.get(STATE_KEY)
         self._taken: NewLease | None = None
 
-    async def take(self, conn: Connection, kind: ReconciledKind, resource_id: uuid.UUID) -> None:
+    async def take(self, conn: Connection, kind: Kind, resource_id: uuid.UUID) -> None:
         """Inside the creating transaction, after the insert: lease the resource to this
         replica, or ring the doorbell when there is no local reconciler or the lease is
         already held (then its holder must hear about the new row)."""

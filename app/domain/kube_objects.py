@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from app.domain.conditions import POD_SCHEDULED, UNSCHEDULABLE, PodPhase
 from app.domain.labels import JOB_CONTROLLER_UID_LABEL, MAIN_CONTAINER
 
 Manifest = dict[str, Any]
@@ -121,7 +122,7 @@ def is_terminating(obj: KubeObject) -> bool:
 
 
 def phase(pod: KubeObject) -> str:
-    return str(field(pod, "status", "phase") or "Pending")
+    return str(field(pod, "status", "phase") or PodPhase.PENDING)
 
 
 def node_name(pod: KubeObject) -> str | None:
@@ -166,8 +167,8 @@ def waiting_reason(pod: KubeObject) -> tuple[str, str] | None:
 
 def unschedulable_message(pod: KubeObject) -> str | None:
     """The scheduler's message when the pod is Pending with `PodScheduled=False/Unschedulable`."""
-    cond = condition(pod, "PodScheduled")
-    if cond is None or cond.get("status") != "False" or cond.get("reason") != "Unschedulable":
+    cond = condition(pod, POD_SCHEDULED)
+    if cond is None or cond.get("status") != "False" or cond.get("reason") != UNSCHEDULABLE:
         return None
     return str(cond.get("message") or "no node fits the pod")
 

@@ -16,12 +16,13 @@ import msgspec
 
 from app.domain import naming
 from app.domain.specs import Quota
+from app.domain.states import ResourceState
 
 if TYPE_CHECKING:
     from app.domain.rows import Row
 
 _STATE = msgspec.Meta(
-    description="PENDING (accepted), READY, DEGRADED or DELETING", examples=["READY"]
+    description="PENDING (accepted), READY, DEGRADED or DELETING", examples=[ResourceState.READY]
 )
 _REASON = msgspec.Meta(
     description="why the pool is in its state, as a whole sentence",
@@ -52,7 +53,7 @@ class PoolUsage(msgspec.Struct, kw_only=True):
 class PoolStatus(msgspec.Struct, kw_only=True):
     """Where the pool's Kueue objects are on their way to existing and matching the spec."""
 
-    state: Annotated[str, _STATE]
+    state: Annotated[ResourceState, _STATE]
     reason: Annotated[str, _REASON]
     observed_generation: Annotated[
         int,

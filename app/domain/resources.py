@@ -12,12 +12,13 @@ from typing import Annotated
 import msgspec
 
 from app.domain.specs import Toleration
+from app.domain.states import ResourceState
 
 
 class Status(msgspec.Struct, kw_only=True):
     """Where a reconciled resource is, and why, in whole sentences."""
 
-    state: Annotated[str, msgspec.Meta(examples=["PENDING"])]
+    state: Annotated[ResourceState, msgspec.Meta(examples=[ResourceState.PENDING])]
     reason: Annotated[
         str | None,
         msgspec.Meta(

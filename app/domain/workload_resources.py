@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import msgspec
 
+from app.domain.events import EventReason, EventType
 from app.domain.specs import WorkloadSpec
+from app.domain.states import WorkloadState
 
 if TYPE_CHECKING:
     from app.domain.rows import Row
@@ -68,10 +70,11 @@ class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):
     """The workload's true state, the reason for it, and the evidence of where it ran."""
 
     state: Annotated[
-        str,
+        WorkloadState,
         msgspec.Meta(
-            description="PENDING, QUEUED, ADMITTED, RUNNING, SUCCEEDED, FAILED or DELETING",
-            examples=["RUNNING"],
+            description="Where the workload is: PENDING (accepted), QUEUED, ADMITTED, RUNNING, "
+            "SUCCEEDED, FAILED, or DELETING",
+            examples=[WorkloadState.RUNNING],
         ),
     ]
     reason: Annotated[
@@ -123,15 +126,17 @@ class EventResource(msgspec.Struct, kw_only=True):
 
     at: datetime
     type: Annotated[
-        str,
+        EventType,
         msgspec.Meta(
-            description="Accepted, SpecUpdated, DeletionRequested, JobCreated, QuotaReserved, "
-            "Admitted, Started, Succeeded, Failed, Preempted, Requeued, DriftCorrected, "
-            "EvidenceRecorded, Finalized",
-            examples=["Accepted"],
+            description="What happened: one of a closed set, each explained in the API "
+            "contract's event table",
+            examples=[EventType.ACCEPTED],
         ),
     ]
-    reason: Annotated[str | None, msgspec.Meta(examples=["Created"])] = None
+    reason: Annotated[
+        EventReason | None,
+        msgspec.Meta(description="A word refining the type", examples=[EventReason.CREATED]),
+    ] = None
     message: Annotated[
         str | None, msgspec.Meta(examples=["Workload train-7b accepted at generation 1."])
     ] = None
@@ -179,8 +184,8 @@ def event_from_row(row: Row) -> EventResource:
     """Build an event from an `events` row."""
     return EventResource(
         at=row["at"],
-        type=row["type"],
-        reason=row["reason"],
+        type=EventType(row["type"]),
+        reason=EventReason(row["reason"]) if row["reason"] is not None else None,
         message=row["message"],
         generation=row["generation"],
         actor=row["actor"],

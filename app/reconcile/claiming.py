@@ -24,9 +24,10 @@ from app.store import leases
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from app.domain.kinds import Kind
     from app.reconcile.leasing import LeaseBook
     from app.store.db import Database
-    from app.store.leases import Grant, Kind, ResourceKey
+    from app.store.leases import Grant, ResourceKey
 
     OnGranted = Callable[[list[Grant], float], None]
 

@@ -21,8 +21,9 @@ from uuid import UUID
 
 import asyncpg
 
+from app.domain.kinds import KINDS
 from app.reconcile.queue import Backoff
-from app.store.leases import KINDS, ResourceKey
+from app.store.leases import ResourceKey
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -30,13 +30,14 @@ from app.reconcile.metrics import PrometheusObserver
 from app.reconcile.queue import Backoff, WorkQueue
 from app.reconcile.workers import Workers
 from app.store import leases
-from app.store.leases import Kind, ResourceKey
+from app.store.leases import ResourceKey
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Mapping
     from typing import Any
     from uuid import UUID
 
+    from app.domain.kinds import Kind
     from app.reconcile.workers import ReconcileFn
     from app.store.db import Connection, Database
     from app.store.leases import Grant

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
     import asyncpg
 
+    from app.domain.kinds import Kind
     from app.store.db import Connection, Database
-    from app.store.leases import Kind, ResourceKey
+    from app.store.leases import ResourceKey
 
 
 @dataclass(frozen=True, slots=True)

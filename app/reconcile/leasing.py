@@ -19,15 +19,16 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.domain.kinds import KINDS
 from app.reconcile.fencing import Fence
 from app.store import leases
-from app.store.leases import KINDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from app.domain.kinds import Kind
     from app.store.db import Database
-    from app.store.leases import Grant, Kind, ResourceKey
+    from app.store.leases import Grant, ResourceKey
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from app.observability.metrics import (
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from app.store.leases import Kind
+    from app.domain.kinds import Kind
 
 
 class PrometheusObserver:

@@ -31,10 +31,11 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
     from uuid import UUID
 
+    from app.domain.kinds import Kind
     from app.reconcile.fencing import Fence
     from app.reconcile.leasing import LeaseBook
     from app.reconcile.queue import WorkQueue
-    from app.store.leases import Kind, ResourceKey
+    from app.store.leases import ResourceKey
 
 log = logging.getLogger(__name__)
 

@@ -9,14 +9,14 @@ so a reconciler is never woken for intent that was rolled back.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
+    from app.domain.events import EventReason, EventType
+    from app.domain.kinds import Kind, SubjectKind
     from app.store.db import Connection
-
-ReconciledKind = Literal["project", "pool", "workload"]
 
 # Bindings are keyed by their class name; events need a uuid, so derive a stable one.
 _BINDING_NAMESPACE = uuid.UUID("6f1f3c2a-5b0e-4d38-9a57-61696370b1d0")
@@ -31,13 +31,13 @@ async def record_event(
     conn: Connection,
     *,
     project_id: uuid.UUID | None,
-    kind: str,
+    kind: SubjectKind,
     resource_id: uuid.UUID,
     resource_name: str,
-    type: str,
+    type: EventType,
     message: str,
     actor: str,
-    reason: str | None = None,
+    reason: EventReason | None = None,
     generation: int | None = None,
 ) -> None:
     """Append one event row (``type`` such as ``Accepted``, ``SpecUpdated``, ``Revoked``)."""
@@ -55,6 +55,6 @@ async def record_event(
     )
 
 
-async def ring_doorbell(conn: Connection, kind: ReconciledKind, resource_id: uuid.UUID) -> None:
+async def ring_doorbell(conn: Connection, kind: Kind, resource_id: uuid.UUID) -> None:
     """Wake the reconcilers about ``kind:id`` when (and only if) this transaction commits."""
     await conn.execute(QUERIES["ring_doorbell"], f"{kind}:{resource_id}")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from app.domain.errors import FieldError, InUse, NotFound, ValidationFailed
+from app.domain.events import EventType
 from app.domain.resources import Binding
 from app.domain.specs import BindingPut, Toleration
 from app.store.audit import binding_resource_id, record_event
@@ -80,7 +81,7 @@ async def put_binding(
         kind="binding",
         resource_id=binding_resource_id(accelerator_class),
         resource_name=accelerator_class,
-        type="Created" if created else "SpecUpdated",
+        type=EventType.CREATED if created else EventType.SPEC_UPDATED,
         message=(
             f"Accelerator binding {accelerator_class} {'created' if created else 'replaced'}: "
             f"{spec.resource_name}, flavor {spec.flavor}."
@@ -166,7 +167,7 @@ async def delete_binding(conn: Connection, *, accelerator_class: str, actor: str
         kind="binding",
         resource_id=binding_resource_id(accelerator_class),
         resource_name=accelerator_class,
-        type="Deleted",
+        type=EventType.DELETED,
         message=f"Accelerator binding {accelerator_class} deleted.",
         actor=actor,
     )

@@ -20,13 +20,19 @@ from app.store.queries import QUERIES
 if TYPE_CHECKING:
     import uuid
 
+    from app.domain.kinds import SubjectKind
     from app.store.db import Connection
 
 _FIRST_PAGE = 2**63 - 1
 
 
 async def page(
-    conn: Connection, *, kind: str, resource_id: uuid.UUID, after: Position | None, limit: int
+    conn: Connection,
+    *,
+    kind: SubjectKind,
+    resource_id: uuid.UUID,
+    after: Position | None,
+    limit: int,
 ) -> tuple[list[EventResource], Position | None]:
     """Up to `limit` events of one resource older than `after`, newest first, and the next
     page's position (None on the last page). The position's id is the event id."""

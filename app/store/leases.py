@@ -10,7 +10,7 @@ Times are the database's (`now()`), never this process's clock: replicas need no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from app.store.queries import QUERIES
 
@@ -21,12 +21,10 @@ if TYPE_CHECKING:
 
     import asyncpg
 
+    from app.domain.kinds import Kind
     from app.store.db import Connection, Pool
 
     Db: TypeAlias = Connection | Pool
-
-Kind = Literal["project", "pool", "workload"]
-KINDS: tuple[Kind, ...] = ("project", "pool", "workload")
 
 
 class ResourceKey(NamedTuple):

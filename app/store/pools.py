@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import asyncpg
 
@@ -33,6 +33,7 @@ from app.domain.errors import (
     ValidationFailed,
     name_taken,
 )
+from app.domain.events import EventReason, EventType
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
 from app.domain.validation import is_name
 from app.store.audit import record_event, ring_doorbell
@@ -41,10 +42,11 @@ from app.store.projects import ensure_project_live
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
+    from app.domain.kinds import Kind
     from app.domain.specs import PoolCreate, Quota
     from app.store.db import Connection
 
-KIND = "pool"
+KIND: Final[Kind] = "pool"
 DELETING_REASON = "Deletion requested; waiting for the controller to remove the pool's queues."
 _NIL = uuid.UUID(int=0)
 
@@ -121,8 +123,8 @@ async def create(
         kind=KIND,
         resource_id=pool_id,
         resource_name=body.name,
-        type="Accepted",
-        reason="Created",
+        type=EventType.ACCEPTED,
+        reason=EventReason.CREATED,
         message=f"Compute pool {body.name} accepted at generation 1.",
         generation=1,
         actor=actor,
@@ -201,8 +203,8 @@ async def update_quota(
         kind=KIND,
         resource_id=row["id"],
         resource_name=name,
-        type="SpecUpdated",
-        reason="QuotaChanged",
+        type=EventType.SPEC_UPDATED,
+        reason=EventReason.QUOTA_CHANGED,
         message=(
             f"Quota set to {quota.accelerators} accelerators, cpu {quota.cpu}, "
             f"memory {quota.memory} at generation {generation}."
@@ -238,8 +240,8 @@ async def request_deletion(
             kind=KIND,
             resource_id=row["id"],
             resource_name=name,
-            type="DeletionRequested",
-            reason="Deleted",
+            type=EventType.DELETION_REQUESTED,
+            reason=EventReason.DELETED,
             message=f"Deletion of compute pool {name} requested.",
             generation=generation,
             actor=actor,

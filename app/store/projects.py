@@ -12,6 +12,7 @@ from app.domain.errors import (
     NotFound,
     name_taken,
 )
+from app.domain.events import EventType
 from app.domain.naming import namespace_for
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
@@ -71,7 +72,7 @@ async def create_project(
         kind="project",
         resource_id=project_id,
         resource_name=name,
-        type="Accepted",
+        type=EventType.ACCEPTED,
         message=f"Project {name} created.",
         actor=actor,
         generation=row["generation"],
@@ -155,7 +156,7 @@ async def request_project_deletion(
         kind="project",
         resource_id=project_id,
         resource_name=name,
-        type="DeletionRequested",
+        type=EventType.DELETION_REQUESTED,
         message=f"Deletion of project {name} requested.",
         actor=actor,
         generation=row["generation"],

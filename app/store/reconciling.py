@@ -15,8 +15,9 @@ inside `app.reconcile.fencing.fenced_transaction`, which holds the lease row loc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, LiteralString
+from typing import TYPE_CHECKING, Any, LiteralString
 
+from app.domain.states import ResourceState, WorkloadState
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -25,9 +26,8 @@ if TYPE_CHECKING:
 
     import asyncpg
 
+    from app.domain.kinds import Kind
     from app.store.db import Connection
-
-TombstoneKind = Literal["project", "pool", "workload"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class ProjectRow:
     name: str
     generation: int
     observed_generation: int
-    state: str
+    state: ResourceState
     state_reason: str | None
     observed: dict[str, Any]
     deleting: bool
@@ -53,7 +53,7 @@ class PoolRow:
     quota: dict[str, Any]
     generation: int
     observed_generation: int
-    state: str
+    state: ResourceState
     state_reason: str | None
     observed: dict[str, Any]
     deleting: bool
@@ -71,7 +71,7 @@ class WorkloadRow:
     spec: dict[str, Any]
     generation: int
     observed_generation: int
-    state: str
+    state: WorkloadState
     state_reason: str | None
     observed: dict[str, Any]
     deleting: bool
@@ -97,7 +97,7 @@ async def load_project(conn: Connection, project_id: uuid.UUID) -> ProjectRow | 
         name=row["name"],
         generation=row["generation"],
         observed_generation=row["observed_generation"],
-        state=row["state"],
+        state=ResourceState(row["state"]),
         state_reason=row["state_reason"],
         observed=row["observed"] or {},
         deleting=row["deletion_requested_at"] is not None,
@@ -118,7 +118,7 @@ async def load_pool(conn: Connection, pool_id: uuid.UUID) -> PoolRow | None:
         quota=row["spec"]["quota"],
         generation=row["generation"],
         observed_generation=row["observed_generation"],
-        state=row["state"],
+        state=ResourceState(row["state"]),
         state_reason=row["state_reason"],
         observed=row["observed"] or {},
         deleting=row["deletion_requested_at"] is not None,
@@ -146,7 +146,7 @@ async def load_workload(conn: Connection, workload_id: uuid.UUID) -> WorkloadRow
         spec=row["spec"],
         generation=row["generation"],
         observed_generation=row["observed_generation"],
-        state=row["state"],
+        state=WorkloadState(row["state"]),
         state_reason=row["state_reason"],
         observed=row["observed"] or {},
         deleting=row["deletion_requested_at"] is not None,
@@ -167,7 +167,7 @@ def _written(row: asyncpg.Record | None) -> Written:
     return Written(held=row["held"], written=row["written"], age_seconds=age)
 
 
-_SET_STATUS: dict[TombstoneKind, LiteralString] = {
+_SET_STATUS: dict[Kind, LiteralString] = {
     "project": QUERIES["steps_project_set_status"],
     "pool": QUERIES["steps_pool_set_status"],
     "workload": QUERIES["steps_workload_set_status"],
@@ -176,13 +176,13 @@ _SET_STATUS: dict[TombstoneKind, LiteralString] = {
 
 async def set_status(
     conn: Connection,
-    kind: TombstoneKind,
+    kind: Kind,
     *,
     owner: str,
     epoch: int,
     resource_id: uuid.UUID,
     generation: int,
-    state: str,
+    state: WorkloadState | ResourceState,
     reason: str,
     observed: dict[str, Any],
 ) -> Written:
@@ -214,7 +214,7 @@ async def set_workload_observed(
 async def insert_tombstone(
     conn: Connection,
     *,
-    kind: TombstoneKind,
+    kind: Kind,
     resource_id: uuid.UUID,
     project_id: uuid.UUID | None,
     name: str,
@@ -225,14 +225,14 @@ async def insert_tombstone(
     )
 
 
-_DELETE: dict[TombstoneKind, LiteralString] = {
+_DELETE: dict[Kind, LiteralString] = {
     "project": QUERIES["steps_delete_project"],
     "pool": QUERIES["steps_delete_pool"],
     "workload": QUERIES["steps_delete_workload"],
 }
 
 
-async def delete_row(conn: Connection, kind: TombstoneKind, resource_id: uuid.UUID) -> bool:
+async def delete_row(conn: Connection, kind: Kind, resource_id: uuid.UUID) -> bool:
     """Delete a row whose deletion was requested; False if there was none."""
     status = await conn.execute(_DELETE[kind], resource_id)
     return status != "DELETE 0"

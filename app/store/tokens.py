@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain.errors import AlreadyExists, NotFound
+from app.domain.events import EventType
 from app.domain.resources import Token, TokenCreated
 from app.store.audit import record_event
 from app.store.paging import Position, fetch_page
@@ -104,7 +105,7 @@ async def create_token(
         kind="token",
         resource_id=token_id,
         resource_name=name,
-        type="Created",
+        type=EventType.CREATED,
         message=f"Token {name} created with role {role}.",
         actor=actor,
     )
@@ -146,8 +147,7 @@ async def revoke_token(
         kind="token",
         resource_id=token_id,
         resource_name=row["name"],
-        type="Revoked",
+        type=EventType.REVOKED,
         message=f"Token {row['name']} revoked.",
         actor=actor,
     )
-    await conn.execute(QUERIES["notify_token_revoked"], str(token_id))

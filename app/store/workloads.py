@@ -12,7 +12,7 @@ not locked: a project with a pool cannot be deleted, and the pool is locked.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
@@ -24,6 +24,7 @@ from app.domain.errors import (
     NotFound,
     name_taken,
 )
+from app.domain.events import EventReason, EventType
 from app.domain.specs import Quota
 from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
@@ -35,11 +36,12 @@ from app.store.queries import QUERIES
 if TYPE_CHECKING:
     import asyncpg
 
+    from app.domain.kinds import Kind
     from app.domain.specs import WorkloadSpec
     from app.store.db import Connection
     from app.store.pools import ProjectScope
 
-KIND = "workload"
+KIND: Final[Kind] = "workload"
 DELETING_REASON = "Deletion requested; waiting for the controller to remove the Job."
 _NIL = uuid.UUID(int=0)
 
@@ -114,8 +116,8 @@ async def create(
         kind=KIND,
         resource_id=workload_id,
         resource_name=spec.name,
-        type="Accepted",
-        reason="Created",
+        type=EventType.ACCEPTED,
+        reason=EventReason.CREATED,
         message=f"Workload {spec.name} accepted at generation 1 in compute pool "
         f"{spec.compute_pool}.",
         generation=1,
@@ -160,16 +162,22 @@ async def page(
 ) -> tuple[list[WorkloadResource], Position | None]:
     """Up to `limit` workloads older than `after`, newest first, optionally filtered by state
     and pool name, and the next page's position (None on the last page)."""
-    rows, position = await fetch_page(
-        conn,
-        QUERIES["list_workloads"],
-        project.id,
-        state,
-        compute_pool,
-        after=after,
-        limit=limit,
-        first_id=_NIL,
-    )
+    if compute_pool is None:
+        query, args = (
+            (QUERIES["list_workloads"], [project.id])
+            if state is None
+            else (QUERIES["list_workloads_in_state"], [project.id, state])
+        )
+    else:
+        pool_id = await conn.fetchval(QUERIES["pool_id_by_name"], project.id, compute_pool)
+        if pool_id is None:
+            return [], None  # no such pool in the project: no workload is in it
+        query, args = (
+            (QUERIES["list_workloads_in_pool"], [project.id, pool_id])
+            if state is None
+            else (QUERIES["list_workloads_in_pool_in_state"], [project.id, pool_id, state])
+        )
+    rows, position = await fetch_page(conn, query, *args, after=after, limit=limit, first_id=_NIL)
     return [workload_from_row(row, project.name) for row in rows], position
 
 
@@ -213,8 +221,8 @@ async def replace(
         kind=KIND,
         resource_id=current["id"],
         resource_name=spec.name,
-        type="SpecUpdated",
-        reason="Replaced",
+        type=EventType.SPEC_UPDATED,
+        reason=EventReason.REPLACED,
         message=f"Workload {spec.name} replaced by generation {generation}.",
         generation=generation,
         actor=actor,
@@ -239,8 +247,8 @@ async def request_deletion(
         kind=KIND,
         resource_id=current["id"],
         resource_name=name,
-        type="DeletionRequested",
-        reason="Deleted",
+        type=EventType.DELETION_REQUESTED,
+        reason=EventReason.DELETED,
         message=f"Deletion of workload {name} requested.",
         generation=current["generation"],
         actor=actor,

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from app.domain.conditions import EvictionCause
 from app.domain.states import WorkloadState
 from tests.support.kube_builders import JobBuilder, make_job
 
@@ -325,3 +326,25 @@ def test_pods_of_an_older_job_with_the_same_name_are_ignored() -> None:
 
     assert result.state is WorkloadState.ADMITTED
     assert result.evidence.nodes == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "cause"),
+    [
+        pytest.param(
+            lambda: make_job().admitted().running().preempted(),
+            EvictionCause.PREEMPTED,
+            id="preempted by a workload of higher priority",
+        ),
+        pytest.param(
+            lambda: make_job().admitted().running().evicted("NodeFailures"),
+            EvictionCause.EVICTED,
+            id="evicted after a node failure",
+        ),
+        pytest.param(lambda: make_job().admitted().running(), None, id="still running"),
+    ],
+)
+def test_a_workload_kueue_took_back_carries_the_cause_events_are_chosen_from(
+    scenario: Case, cause: EvictionCause | None
+) -> None:
+    assert scenario().build().classify().cause is cause

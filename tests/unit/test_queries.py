@@ -1,4 +1,5 @@
-"""Every query the code asks for by name exists in sql/queries.sql, exactly once."""
+"""Every query the code asks for by name exists in sql/queries.sql, exactly once, and every
+query there is asked for."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ def test_every_query_name_used_in_the_code_is_defined() -> None:
     assert used, "no query uses found: the pattern is stale"
     missing = sorted(f"{where}: {name}" for where, name in used if name not in QUERIES)
     assert missing == []
+
+
+def test_every_query_defined_is_used_by_the_code() -> None:
+    used = {name for path in APP.rglob("*.py") for name in query_names_used(path.read_text())}
+
+    assert sorted(set(QUERIES) - used) == []
 
 
 def test_a_query_file_splits_into_named_statements_without_banners() -> None:

@@ -37,8 +37,8 @@ async def test_a_task_that_raises_fails_the_process_naming_the_part_and_the_erro
 @pytest.mark.parametrize(
     ("end", "expected"),
     [
-        pytest.param("return", "the idempotency purge ended", id="a task that returns"),
-        pytest.param("cancel", "the idempotency purge was cancelled", id="a cancelled task"),
+        pytest.param("return", "the retention purge ended", id="a task that returns"),
+        pytest.param("cancel", "the retention purge was cancelled", id="a cancelled task"),
     ],
 )
 async def test_a_task_that_ends_without_an_error_fails_too(end: str, expected: str) -> None:
@@ -49,7 +49,7 @@ async def test_a_task_that_ends_without_an_error_fails_too(end: str, expected: s
         await release.wait()
 
     task = asyncio.create_task(loop())
-    supervisor.watch_task("the idempotency purge", task)
+    supervisor.watch_task("the retention purge", task)
     if end == "return":
         release.set()
     else:

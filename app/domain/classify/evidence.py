@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from app.domain.conditions import JobCondition, KueueCondition, PodPhase
 from app.domain.kube_objects import (
     GPU_MEMORY_LABEL,
     GPU_PRODUCT_LABEL,
@@ -105,8 +106,8 @@ def _admission(workload: KubeObject | None, resource: str) -> Admission | None:
         if chosen:
             flavor = str(chosen)
             break
-    admitted_at = transition_time(workload, "Admitted") or transition_time(
-        workload, "QuotaReserved"
+    admitted_at = transition_time(workload, KueueCondition.ADMITTED) or transition_time(
+        workload, KueueCondition.QUOTA_RESERVED
     )
     return Admission(cluster_queue=str(cluster_queue), flavor=flavor, admitted_at=admitted_at)
 
@@ -140,8 +141,8 @@ def _attempts(job: KubeObject | None, pods: list[KubeObject]) -> int:
         failed = job_count(job, "failed")
         current = job_count(job, "active") + job_count(job, "succeeded")
     else:
-        failed = sum(1 for pod in pods if phase(pod) == "Failed")
-        current = sum(1 for pod in pods if phase(pod) in ("Running", "Succeeded"))
+        failed = sum(1 for pod in pods if phase(pod) == PodPhase.FAILED)
+        current = sum(1 for pod in pods if phase(pod) in (PodPhase.RUNNING, PodPhase.SUCCEEDED))
     return failed + (1 if current > 0 else 0)
 
 
@@ -159,7 +160,7 @@ def _finished_at(job: KubeObject | None) -> datetime | None:
     completed = parse_time(field(job, "status", "completionTime"))
     if completed is not None:
         return completed
-    return transition_time(job, "Failed") or transition_time(job, "Complete")
+    return transition_time(job, JobCondition.FAILED) or transition_time(job, JobCondition.COMPLETE)
 
 
 def _exit_code(job: KubeObject | None, pods: list[KubeObject]) -> int | None:
@@ -173,7 +174,7 @@ def _exit_code(job: KubeObject | None, pods: list[KubeObject]) -> int | None:
         if state is not None and isinstance(state.get("exitCode"), int):
             at = parse_time(state.get("finishedAt")) or _EPOCH
             ended.append((at, int(state["exitCode"])))
-    if is_true(job, "Failed") and any(code != 0 for _, code in ended):
+    if is_true(job, JobCondition.FAILED) and any(code != 0 for _, code in ended):
         ended = [(at, code) for at, code in ended if code != 0]
     return max(ended)[1] if ended else None
 

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from app.domain.classify.evidence import PoolSnapshot
+from app.domain.conditions import KueueCondition
 from app.domain.kube_objects import KubeObject, condition, field, name_of
 from app.domain.pool_resources import PoolUsage
 from app.domain.quantity import QuantityError, parse_quantity
@@ -99,7 +100,7 @@ def classify_pool(
         workloads_admitted=snapshot.workloads_admitted,
         workloads_pending=snapshot.workloads_pending,
     )
-    active = condition(cluster_queue, "Active")
+    active = condition(cluster_queue, KueueCondition.ACTIVE)
     if active is None:
         reason = f"Waiting for Kueue to activate cluster queue {name_of(cluster_queue)}."
         return PoolClassification(ResourceState.PENDING, reason, usage)

@@ -12,6 +12,7 @@ import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from app.domain.conditions import KueueReason
 from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
 
 if TYPE_CHECKING:
@@ -31,14 +32,14 @@ _PREEMPTED_BY = {
 }
 
 #: Why Kueue evicted a workload (condition `Evicted`), other than preemption.
-_EVICTED_BECAUSE = {
-    "PodsReadyTimeout": "its pods did not become ready in time",
-    "AdmissionCheck": "an admission check failed",
-    "ClusterQueueStopped": "the pool's queue was stopped",
-    "LocalQueueStopped": "the pool's queue in the project was stopped",
-    "Deactivated": "it was deactivated",
-    "NodeFailures": "a node it ran on failed",
-    "MaximumExecutionTimeExceeded": "it ran past its maximum execution time",
+_EVICTED_BECAUSE: dict[str, str] = {
+    KueueReason.PODS_READY_TIMEOUT: "its pods did not become ready in time",
+    KueueReason.ADMISSION_CHECK: "an admission check failed",
+    KueueReason.CLUSTER_QUEUE_STOPPED: "the pool's queue was stopped",
+    KueueReason.LOCAL_QUEUE_STOPPED: "the pool's queue in the project was stopped",
+    KueueReason.DEACTIVATED: "it was deactivated",
+    KueueReason.NODE_FAILURES: "a node it ran on failed",
+    KueueReason.MAXIMUM_EXECUTION_TIME_EXCEEDED: "it ran past its maximum execution time",
 }
 
 
@@ -153,7 +154,7 @@ def pending() -> str:
 
 def evicted(context: ClassifyContext, reason: str, preempted_by: str | None, requeued: bool) -> str:
     """Preempted or evicted: by what, and whether it went back to the queue."""
-    if reason == "Preempted":
+    if reason == KueueReason.PREEMPTED:
         cause = _PREEMPTED_BY.get(preempted_by or "", "a higher-priority workload")
         what = f"Preempted by {cause}"
     else:

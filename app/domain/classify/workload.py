@@ -24,6 +24,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from app.domain.classify import reasons
 from app.domain.classify.evidence import ClassifyContext, Evidence, gather_evidence
+from app.domain.conditions import (
+    DEADLINE_EXCEEDED,
+    EvictionCause,
+    JobCondition,
+    KueueCondition,
+    KueueReason,
+    PodPhase,
+)
 from app.domain.kube_objects import (
     GPU_PRODUCT_LABEL,
     KubeObject,
@@ -58,6 +66,10 @@ class Classification(NamedTuple):
     state: WorkloadState
     reason: str
     evidence: Evidence
+    #: Set when Kueue took the workload back (state QUEUED after admission): preempted by
+    #: another workload, or evicted for another cause. Events are chosen from it, never from
+    #: the words of `reason`.
+    cause: EvictionCause | None = None
 
 
 class _Decided(NamedTuple):
@@ -107,9 +119,9 @@ def _image_pull(pods: list[KubeObject], context: ClassifyContext) -> tuple[str, 
 def _failed(
     job: KubeObject, pods: list[KubeObject], context: ClassifyContext, evidence: Evidence
 ) -> str:
-    cause = condition(job, "Failed") or {}
+    cause = condition(job, JobCondition.FAILED) or {}
     why, message = str(cause.get("reason") or ""), str(cause.get("message") or "")
-    if why == "DeadlineExceeded":
+    if why == DEADLINE_EXCEEDED:
         pulled = _image_pull(pods, context)
         return reasons.deadline_exceeded(context, pulled[0] if pulled else None)
     ended = [(pod, state) for pod in pods if (state := terminated(pod))]
@@ -128,7 +140,9 @@ def _failed(
 
 def _previous_attempt(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
     """What ended the latest failed pod, for a workload that is running again on a retry."""
-    failed = [(pod, state) for pod in pods if (state := terminated(pod)) and phase(pod) == "Failed"]
+    failed = [
+        (pod, state) for pod in pods if (state := terminated(pod)) and phase(pod) == PodPhase.FAILED
+    ]
     pod, state = max(
         failed, key=lambda pair: str(pair[1].get("finishedAt") or ""), default=({}, {})
     )
@@ -142,15 +156,19 @@ def _previous_attempt(pods: list[KubeObject], context: ClassifyContext, evidence
     )
 
 
-def _evicted(workload: KubeObject | None, context: ClassifyContext) -> str | None:
-    """The reason sentence if Kueue has evicted (or preempted) the workload, else None."""
-    if not is_true(workload, "Evicted"):
+def _evicted(
+    workload: KubeObject | None, context: ClassifyContext
+) -> tuple[str, EvictionCause] | None:
+    """The reason sentence and its cause if Kueue has evicted (or preempted) the workload."""
+    if not is_true(workload, KueueCondition.EVICTED):
         return None
-    eviction = condition(workload, "Evicted") or {}
-    preempted = condition(workload, "Preempted")
+    eviction = condition(workload, KueueCondition.EVICTED) or {}
+    why = str(eviction.get("reason") or "")
+    preempted = condition(workload, KueueCondition.PREEMPTED)
     preempted_by = str(preempted.get("reason")) if preempted else None
-    requeued = (condition(workload, "Requeued") or {}).get("status") != "False"
-    return reasons.evicted(context, str(eviction.get("reason") or ""), preempted_by, requeued)
+    requeued = (condition(workload, KueueCondition.REQUEUED) or {}).get("status") != "False"
+    cause = EvictionCause.PREEMPTED if why == KueueReason.PREEMPTED else EvictionCause.EVICTED
+    return reasons.evicted(context, why, preempted_by, requeued), cause
 
 
 def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
@@ -167,7 +185,7 @@ def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Eviden
         if message:
             return reasons.unschedulable(context, message)
     admission = evidence.admission
-    starting = sum(1 for pod in pods if phase(pod) == "Pending")
+    starting = sum(1 for pod in pods if phase(pod) == PodPhase.PENDING)
     return reasons.admitted(
         admission.cluster_queue if admission else None,
         admission.flavor if admission else None,
@@ -176,11 +194,11 @@ def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Eviden
 
 
 def _queued(workload: KubeObject | None, context: ClassifyContext) -> str:
-    reserved = condition(workload, "QuotaReserved")
+    reserved = condition(workload, KueueCondition.QUOTA_RESERVED)
     if reserved is None or reserved.get("status") != "False":
         return reasons.queued(context)
     message = str(reserved.get("message") or "")
-    if "quota" in message.lower() or reserved.get("reason") == "Pending":
+    if "quota" in message.lower() or reserved.get("reason") == KueueReason.PENDING:
         return reasons.waiting_for_quota(context, message)
     return reasons.not_admissible(context, message)
 
@@ -205,7 +223,7 @@ def classify(
     if job is None:
         return Classification(WorkloadState.PENDING, reasons.pending(), evidence)
 
-    if is_true(job, "Complete"):
+    if is_true(job, JobCondition.COMPLETE):
         took = None
         if evidence.started_at and evidence.finished_at:
             took = int((evidence.finished_at - evidence.started_at).total_seconds())
@@ -213,23 +231,24 @@ def classify(
         products = _products(evidence.nodes, node_index)
         reason = reasons.succeeded(int(total), evidence.nodes, products, took)
         return Classification(WorkloadState.SUCCEEDED, reason, evidence)
-    if is_true(job, "Failed"):
+    if is_true(job, JobCondition.FAILED):
         reason = _failed(job, mine, context, evidence)
         return Classification(WorkloadState.FAILED, reason, evidence)
 
     # The Job has decided but its pods are still terminating: not final yet (module docstring).
-    if is_true(job, "SuccessCriteriaMet"):
+    if is_true(job, JobCondition.SUCCESS_CRITERIA_MET):
         return Classification(WorkloadState.RUNNING, reasons.finishing(None), evidence)
-    if is_true(job, "FailureTarget"):
-        why = str((condition(job, "FailureTarget") or {}).get("reason") or "")
+    if is_true(job, JobCondition.FAILURE_TARGET):
+        why = str((condition(job, JobCondition.FAILURE_TARGET) or {}).get("reason") or "")
         return Classification(WorkloadState.RUNNING, reasons.finishing(why), evidence)
 
     evicted = _evicted(kueue_workload, context)
     if evicted is not None:
-        return Classification(WorkloadState.QUEUED, evicted, evidence)
+        sentence, cause = evicted
+        return Classification(WorkloadState.QUEUED, sentence, evidence, cause)
 
     live = [pod for pod in mine if not is_terminating(pod)]
-    running = [pod for pod in live if phase(pod) == "Running"]
+    running = [pod for pod in live if phase(pod) == PodPhase.RUNNING]
     if running:
         on = sorted({name for pod in running if (name := node_name(pod))})
         total = field(job, "spec", "parallelism") or context.replicas
@@ -245,8 +264,8 @@ def classify(
         return Classification(WorkloadState.RUNNING, reasons.finishing(decided.failure), evidence)
 
     admitted = (
-        is_true(kueue_workload, "QuotaReserved")
-        or is_true(kueue_workload, "Admitted")
+        is_true(kueue_workload, KueueCondition.QUOTA_RESERVED)
+        or is_true(kueue_workload, KueueCondition.ADMITTED)
         or field(job, "spec", "suspend") is False
     )
     if admitted:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.domain.states import WorkloadState
 from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
 from app.reconcile.steps.routing import PoolRoutes
 from app.store import reconciling
@@ -21,11 +22,14 @@ from app.store.audit import record_event
 if TYPE_CHECKING:
     import uuid
 
+    from app.domain.events import EventReason, EventType
+    from app.domain.kinds import Kind
+    from app.domain.states import ResourceState
     from app.kube.client import KubeClient
     from app.kube.informers import Informers
     from app.reconcile.fencing import Fence
     from app.store.db import Database
-    from app.store.reconciling import TombstoneKind, Written
+    from app.store.reconciling import Written
 
 log = logging.getLogger("aicp.reconcile")
 
@@ -39,16 +43,16 @@ GAUGE_REFRESH_SECONDS = 15.0
 class Event:
     """One event row to record with a status write."""
 
-    type: str
+    type: EventType
     message: str
-    reason: str | None = None
+    reason: EventReason | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Subject:
     """The resource a step works on, as its event rows name it."""
 
-    kind: TombstoneKind
+    kind: Kind
     id: uuid.UUID
     project_id: uuid.UUID | None
     name: str
@@ -77,7 +81,7 @@ class StepContext:
         subject: Subject,
         *,
         generation: int,
-        state: str,
+        state: WorkloadState | ResourceState,
         reason: str,
         observed: dict[str, Any],
         events: list[Event] | None = None,
@@ -130,15 +134,7 @@ class StepContext:
         async with self.db.connection() as conn:
             states = await reconciling.workload_state_counts(conn)
             stuck = await reconciling.stuck_deleting_counts(conn)
-        for state in (
-            "PENDING",
-            "QUEUED",
-            "ADMITTED",
-            "RUNNING",
-            "SUCCEEDED",
-            "FAILED",
-            "DELETING",
-        ):
-            WORKLOADS_BY_STATE.labels(state).set(states.get(state, 0))
+        for state in WorkloadState:
+            WORKLOADS_BY_STATE.labels(state.value).set(states.get(state.value, 0))
         for kind, count in stuck.items():
             STUCK_DELETING.labels(kind).set(count)

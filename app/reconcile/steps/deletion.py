@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from app.domain.events import EventType
 from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.kube.apply import delete_job, get, remove_finalizer
@@ -95,7 +96,7 @@ async def _record_leaving(
         await ctx.record(
             conn,
             subject_of(row),
-            Event("EvidenceRecorded", summary(evidence, name_of(job))),
+            Event(EventType.EVIDENCE_RECORDED, summary(evidence, name_of(job))),
             generation,
         )
 
@@ -134,7 +135,7 @@ async def finalize(
         await ctx.record(
             conn,
             subject,
-            Event("Finalized", f"{subject.kind.capitalize()} {subject.name} is gone."),
+            Event(EventType.FINALIZED, f"{subject.kind.capitalize()} {subject.name} is gone."),
             generation,
         )
         await reconciling.insert_tombstone(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from app.domain.events import EventReason, EventType
 from app.domain.kube_objects import field, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
 from app.domain.render import declared_drift, render_job_metadata_only
@@ -72,7 +73,7 @@ async def restore_job_metadata(
         await ctx.record(
             conn,
             subject_of(row),
-            Event("DriftCorrected", message, "LabelsRestored"),
+            Event(EventType.DRIFT_CORRECTED, message, EventReason.LABELS_RESTORED),
             row.generation,
         )
     return True
@@ -86,11 +87,11 @@ async def job_deleted(
     if not has_evidence_finalizer(job):
         return Result.done()  # nothing holds it any more; its DELETED event comes next
     name = name_of(job)
-    settled = row.observed_generation == row.generation and row.state in ("SUCCEEDED", "FAILED")
+    settled = row.observed_generation == row.generation and row.state.is_terminal
     if not settled:
         classification = observe(ctx, row, spec, job)
         facts = current_facts(row, classification.evidence)
-        state, reason = classification.state.value, classification.reason
+        state, reason = classification.state, classification.reason
         events = [Event(kind, message) for kind, message in milestones(row.state, classification)]
         if not classification.state.is_terminal:
             # The next Job is a new attempt; attempts so far carry over to it.
@@ -99,7 +100,7 @@ async def job_deleted(
                 f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
                 "Job will replace it."
             )
-        events.append(Event("EvidenceRecorded", summary(classification.evidence, name)))
+        events.append(Event(EventType.EVIDENCE_RECORDED, summary(classification.evidence, name)))
         written = await ctx.write_status(
             fence,
             subject_of(row),
@@ -124,8 +125,8 @@ def recreated_event(row: WorkloadRow, job_name: str, attempts: int) -> Event:
     DRIFT_CORRECTIONS.labels("Job").inc()
     log.info("drift corrected on workload %s/%s: Job %s recreated", row.project, row.name, job_name)
     return Event(
-        "DriftCorrected",
+        EventType.DRIFT_CORRECTED,
         f"Job {job_name} was deleted outside aicp while the workload was {row.state}; its "
         f"evidence was recorded and the Job was recreated (attempt {attempts + 1}).",
-        "JobRecreated",
+        EventReason.JOB_RECREATED,
     )

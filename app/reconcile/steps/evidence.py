@@ -16,6 +16,8 @@ import msgspec
 from app.domain.classify import Classification, classify
 from app.domain.classify.evidence import Evidence, context_for, merge_evidence
 from app.domain.classify.pool import pool_snapshot
+from app.domain.conditions import DEADLINE_EXCEEDED, EvictionCause, JobCondition, PodPhase
+from app.domain.events import EventType
 from app.domain.kube_objects import (
     condition,
     field,
@@ -72,7 +74,7 @@ def job_generation(job: Manifest) -> int | None:
 
 
 def job_finished(job: Manifest) -> bool:
-    return is_true(job, "Complete") or is_true(job, "Failed")
+    return is_true(job, JobCondition.COMPLETE) or is_true(job, JobCondition.FAILED)
 
 
 def observe(
@@ -106,14 +108,14 @@ def evidence_settled(ctx: StepContext, job: Manifest) -> bool:
     """
     ended = 0
     for pod in pods_of_job(job, ctx.informers.pods.by_label(JOB_NAME_LABEL, name_of(job))):
-        if phase(pod) in ("Succeeded", "Failed"):
+        if phase(pod) in (PodPhase.SUCCEEDED, PodPhase.FAILED):
             ended += 1
         elif not is_terminating(pod):
             return False
     # Every pod the Job counts as ended on its own must be in the cache (its exit code is on
     # it). Pods stopped at the deadline are deleted by the Job controller: not waited for.
     counted = job_count(job, "succeeded")
-    if (condition(job, "Failed") or {}).get("reason") != "DeadlineExceeded":
+    if (condition(job, JobCondition.FAILED) or {}).get("reason") != DEADLINE_EXCEEDED:
         counted += job_count(job, "failed")
     if ended < counted:
         return False
@@ -162,7 +164,7 @@ def current_facts(row: WorkloadRow, current: Evidence) -> dict[str, Any]:
 
 
 def hold_progress(
-    old_state: str,
+    old_state: WorkloadState,
     old_reason: str | None,
     old_attempts: int,
     new: Classification,
@@ -185,38 +187,35 @@ def hold_progress(
     return new
 
 
-def milestones(old: str, new: Classification) -> list[tuple[str, str]]:
+def milestones(old: WorkloadState, new: Classification) -> list[tuple[EventType, str]]:
     """(event type, message) for every milestone crossed from state `old` to `new.state`."""
     state = new.state
     if old == state:
         return []
-    try:
-        before = _RANK.get(WorkloadState(old), 0)
-    except ValueError:
-        before = 0
+    before = _RANK.get(old, 0)
     after = _RANK[state]
     if after < before:
         if state == WorkloadState.QUEUED:
             # Back to the queue: Kueue evicted or preempted the workload.
-            kind = "Preempted" if "Preempted" in new.reason else "Requeued"
-            return [(kind, new.reason)]
+            preempted = new.cause is EvictionCause.PREEMPTED
+            return [(EventType.PREEMPTED if preempted else EventType.REQUEUED, new.reason)]
         # Still admitted, but no pod runs any more: a failed pod is being retried.
-        return [("Restarting", new.reason)]
-    events: list[tuple[str, str]] = []
+        return [(EventType.RESTARTING, new.reason)]
+    events: list[tuple[EventType, str]] = []
     if before < _RANK[WorkloadState.ADMITTED] <= after:
         admission = new.evidence.admission
         where = f" in cluster queue {admission.cluster_queue}" if admission else ""
         flavor = f" on flavor {admission.flavor}" if admission and admission.flavor else ""
-        events.append(("Admitted", f"Kueue admitted the workload{where}{flavor}."))
+        events.append((EventType.ADMITTED, f"Kueue admitted the workload{where}{flavor}."))
     ran = state == WorkloadState.RUNNING or new.evidence.started_at is not None
     if before < _RANK[WorkloadState.RUNNING] <= after and ran:
         started = new.reason if state == WorkloadState.RUNNING else "The workload's pods started."
-        events.append(("Started", started))
+        events.append((EventType.STARTED, started))
     if state == WorkloadState.SUCCEEDED:
         # The reason opens with "Succeeded: "; an event line shows its type already.
-        events.append(("Succeeded", new.reason.removeprefix("Succeeded: ")))
+        events.append((EventType.SUCCEEDED, new.reason.removeprefix("Succeeded: ")))
     elif state == WorkloadState.FAILED:
-        events.append(("Failed", new.reason))
+        events.append((EventType.FAILED, new.reason))
     return events
 
 

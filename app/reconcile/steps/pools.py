@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from app.domain.classify.pool import classify_pool
+from app.domain.events import EventReason, EventType
 from app.domain.render import (
     PoolIdentity,
     declared_drift,
@@ -61,6 +62,13 @@ WAIT_SECONDS = 0.5
 UNWATCHED_CHECK_SECONDS = 30.0
 #: While a deletion waits for the pool's workloads to be finalized.
 DELETION_RECHECK_SECONDS = 1.0
+
+#: The event of each state a pool's ClusterQueue can put it in.
+_STATE_EVENTS = {
+    ResourceState.READY: EventType.READY,
+    ResourceState.DEGRADED: EventType.DEGRADED,
+    ResourceState.PENDING: EventType.PENDING,
+}
 
 
 def _subject(row: PoolRow) -> Subject:
@@ -119,12 +127,14 @@ class PoolStep:
                 lacking = [item for items in found.values() for item in items]
                 message = f"Restored the pool's queues: {'; '.join(lacking)}."
                 log.info("drift corrected on pool %s/%s: %s", row.project, row.name, message)
-                events.append(Event("DriftCorrected", message, "QueuesRestored"))
+                events.append(
+                    Event(EventType.DRIFT_CORRECTED, message, EventReason.QUEUES_RESTORED)
+                )
             else:
                 quota = row.quota
                 events.append(
                     Event(
-                        "QueuesApplied",
+                        EventType.QUEUES_APPLIED,
                         f"Applied ClusterQueue {identity.cluster_queue} with quota "
                         f"{quota['accelerators']} {binding.resource_name}, cpu {quota['cpu']}, "
                         f"memory {quota['memory']} (generation {row.generation}), and "
@@ -190,7 +200,7 @@ class PoolStep:
             "usage": msgspec.to_builtins(usage),
         }
         if state.value != row.state:
-            events.append(Event(state.value.capitalize(), reason))
+            events.append(Event(_STATE_EVENTS[state], reason))
         unchanged = (
             state.value == row.state
             and reason == row.state_reason
@@ -203,7 +213,7 @@ class PoolStep:
             fence,
             _subject(row),
             generation=row.generation,
-            state=state.value,
+            state=state,
             reason=reason,
             observed=observed,
             events=events,

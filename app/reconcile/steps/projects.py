@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from app.domain.events import EventType
 from app.domain.naming import namespace_for
 from app.domain.render import render_namespace, render_priority_classes
 from app.domain.states import ResourceState
@@ -66,12 +67,12 @@ class ProjectStep:
             return Result.release()
         await apply(ctx.kube, render_namespace(row.name))
         reason = f"Namespace {namespace} is ready for the project's pools and workloads."
-        events = [Event("Ready", reason)] if row.state != ResourceState.READY else []
+        events = [Event(EventType.READY, reason)] if row.state != ResourceState.READY else []
         written = await ctx.write_status(
             fence,
             _subject(row),
             generation=row.generation,
-            state=ResourceState.READY.value,
+            state=ResourceState.READY,
             reason=reason,
             observed={"namespace": namespace},
             events=events,

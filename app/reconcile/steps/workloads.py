@@ -27,6 +27,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from app.domain.events import EventReason, EventType
 from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.render import render_job
@@ -160,7 +161,7 @@ class WorkloadStep:
             event = drift.recreated_event(row, identity.job_name, previous_attempts(row))
         else:
             event = Event(
-                "JobCreated",
+                EventType.JOB_CREATED,
                 f"Created Job {identity.job_name} in namespace {identity.namespace} for "
                 f"generation {row.generation}.",
             )
@@ -168,7 +169,7 @@ class WorkloadStep:
             fence,
             subject_of(row),
             generation=row.generation,
-            state=classification.state.value,
+            state=classification.state,
             reason=classification.reason,
             observed=current_facts(row, classification.evidence),
             events=[event],
@@ -194,10 +195,10 @@ class WorkloadStep:
             fence,
             subject_of(row),
             generation=row.generation,
-            state=WorkloadState.FAILED.value,
+            state=WorkloadState.FAILED,
             reason=reason,
             observed={},
-            events=[Event("Failed", reason, "JobRejected")],
+            events=[Event(EventType.FAILED, reason, EventReason.JOB_REJECTED)],
         )
         log.warning("workload %s/%s: %s", row.project, row.name, reason)
         return Result.release()
@@ -228,13 +229,15 @@ class WorkloadStep:
             events = [Event(kind, message) for kind, message in crossed]
             if state.is_terminal:
                 events.append(
-                    Event("EvidenceRecorded", summary(classification.evidence, name_of(job)))
+                    Event(
+                        EventType.EVIDENCE_RECORDED, summary(classification.evidence, name_of(job))
+                    )
                 )
             written = await ctx.write_status(
                 fence,
                 subject_of(row),
                 generation=row.generation,
-                state=state.value,
+                state=state,
                 reason=classification.reason,
                 observed=facts,
                 events=events,
@@ -268,14 +271,14 @@ class WorkloadStep:
 
 
 def _observe_latency(
-    crossed: list[tuple[str, str]], age: float | None, before: Evidence | None
+    crossed: list[tuple[EventType, str]], age: float | None, before: Evidence | None
 ) -> None:
     """Time from accepted to admitted and to running, once per generation: a retried pod
     starting again crosses `Started` again, but the workload reached running only once."""
     if age is None:
         return
     kinds = {kind for kind, _ in crossed}
-    if "Admitted" in kinds and (before is None or before.admission is None):
+    if EventType.ADMITTED in kinds and (before is None or before.admission is None):
         TIME_TO_ADMITTED.observe(age)
-    if "Started" in kinds and (before is None or before.started_at is None):
+    if EventType.STARTED in kinds and (before is None or before.started_at is None):
         TIME_TO_RUNNING.observe(age)

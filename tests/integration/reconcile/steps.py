@@ -9,10 +9,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from uuid import UUID
 
+from app.domain.kinds import KINDS
 from app.reconcile.engine import Reconciler
 from app.reconcile.fencing import Fence
 from app.reconcile.workers import Result
-from app.store.leases import KINDS, ResourceKey
+from app.store.leases import ResourceKey
 
 Behaviour = Callable[[Fence, int], Awaitable[Result]]
 

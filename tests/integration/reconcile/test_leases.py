@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 
 import pytest
 
@@ -11,6 +12,7 @@ from app.reconcile.errors import LeaseLost
 from app.reconcile.fencing import Fence, fenced_execute, fenced_transaction
 from app.reconcile.workers import Result
 from app.store.db import Database
+from app.store.leases import ResourceKey
 from tests.integration.reconcile.conftest import EngineFactory
 from tests.integration.reconcile.rows import add_workloads, finish_workload, lease_of
 from tests.integration.reconcile.steps import Recorder
@@ -56,19 +58,31 @@ async def test_two_replicas_never_run_one_resource_at_once_and_each_ignores_the_
 async def test_leases_outlive_their_ttl_while_the_replica_renews_them(
     db: Database, start_engine: EngineFactory
 ) -> None:
+    ttl = 1.0
     recorder = Recorder()
-    engine = recorder.attach(await start_engine(lease_ttl=0.6))
+    engine = recorder.attach(await start_engine(lease_ttl=ttl))
     [key] = await add_workloads(db)
-    await wait_until(lambda: recorder.ran(key), timeout=2)
-    granted_at = time.monotonic()
+    await wait_until(lambda: recorder.ran(key), timeout=5)
+    first = await _expiry(db, key)
 
-    renewals_seen = await wait_until(
-        lambda: time.monotonic() - granted_at > 1.5 and engine.holds("workload", key.id),
-        timeout=3,
-    )
-    assert renewals_seen
+    async def renewed_past_the_first_ttl() -> bool:
+        # The lease's own expiry, by the database clock, moved more than one ttl on: it was
+        # renewed more than once, not merely still inside its first ttl.
+        return (await _expiry(db, key) - first).total_seconds() > ttl
+
+    await wait_until(renewed_past_the_first_ttl, timeout=10, message="two renewals")
+
+    assert engine.holds("workload", key.id)
     lease = await lease_of(db, key)
     assert lease is not None and lease["live"] and lease["epoch"] == 1
+
+
+async def _expiry(db: Database, key: ResourceKey) -> datetime:
+    async with db.connection() as conn:
+        expires: datetime = await conn.fetchval(
+            "SELECT expires_at FROM leases WHERE kind = $1 AND resource_id = $2", key.kind, key.id
+        )
+    return expires
 
 
 async def test_a_peer_takes_over_when_a_replica_dies_within_ttl_plus_sweep(

@@ -20,10 +20,11 @@ async def test_a_step_whose_lease_moved_writes_nothing_and_keeps_the_finalizer(
     job_name = running["status"]["job"]["name"]
     assert stack.service.db is not None
     async with stack.service.db.connection() as conn:
-        # A peer takes the lease over (as after this replica stalled) and holds it for 3 s.
+        # A peer takes the lease over (as after this replica stalled) and holds it until the
+        # test ends it below: nothing here races the lease's expiry.
         await conn.execute(
             "UPDATE leases SET owner = 'peer', epoch = epoch + 1, "
-            "expires_at = now() + interval '3 seconds' "
+            "expires_at = now() + interval '1 hour' "
             "WHERE kind = 'workload' AND resource_id = $1",
             workload_id,
         )
@@ -46,7 +47,12 @@ async def test_a_step_whose_lease_moved_writes_nothing_and_keeps_the_finalizer(
     job = await stack.job(job_name)
     assert job is not None and job["metadata"]["finalizers"] == ["aicp.dev/evidence"]
 
-    # Once the peer's lease expires, the sweep hands the workload back and it finishes.
+    # Once the peer's lease ends, the sweep hands the workload back and it finishes.
+    async with stack.service.db.connection() as conn:
+        await conn.execute(
+            "UPDATE leases SET expires_at = now() WHERE owner = 'peer' AND resource_id = $1",
+            workload_id,
+        )
     done = await stack.wait_state("fenced", "SUCCEEDED", timeout=15)
     assert done["status"]["exit_code"] == 0
 

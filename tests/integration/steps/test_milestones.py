@@ -11,6 +11,7 @@ import pytest
 
 from app.domain.classify import Classification
 from app.domain.classify.evidence import Evidence
+from app.domain.conditions import EvictionCause
 from app.domain.states import WorkloadState
 from app.domain.workload_resources import Admission, JobRef
 from app.reconcile.steps.evidence import current_facts, facts_for, milestones
@@ -20,8 +21,13 @@ ADMISSION = Admission(cluster_queue="aicp-research-h100-pool", flavor="h100-80g"
 STARTED = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 
 
-def classified(state: WorkloadState, reason: str = "A reason.", **facts: Any) -> Classification:
-    return Classification(state, reason, Evidence(**facts))
+def classified(
+    state: WorkloadState,
+    reason: str = "A reason.",
+    cause: EvictionCause | None = None,
+    **facts: Any,
+) -> Classification:
+    return Classification(state, reason, Evidence(**facts), cause)
 
 
 @pytest.mark.parametrize(
@@ -60,15 +66,29 @@ def classified(state: WorkloadState, reason: str = "A reason.", **facts: Any) ->
         ),
         pytest.param(
             "RUNNING",
-            classified(WorkloadState.QUEUED, "Preempted by a higher-priority workload."),
+            classified(
+                WorkloadState.QUEUED,
+                "Preempted by a higher-priority workload.",
+                EvictionCause.PREEMPTED,
+            ),
             ["Preempted"],
             id="preempted",
         ),
         pytest.param(
             "ADMITTED",
-            classified(WorkloadState.QUEUED, "Evicted because a node it ran on failed."),
+            classified(
+                WorkloadState.QUEUED,
+                "Evicted because a node it ran on failed.",
+                EvictionCause.EVICTED,
+            ),
             ["Requeued"],
             id="evicted",
+        ),
+        pytest.param(
+            "RUNNING",
+            classified(WorkloadState.QUEUED, "Preempted, in other words.", EvictionCause.EVICTED),
+            ["Requeued"],
+            id="the cause decides, not the words of the reason",
         ),
         pytest.param(
             "RUNNING",

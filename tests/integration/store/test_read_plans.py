@@ -1,0 +1,135 @@
+"""Pool usage, filtered workload lists and the purges read what they need, not whole tables.
+
+A database that has run for a while holds mostly finished workloads and old events. On such
+a database (20,000 finished workloads, a handful live), every statement below must be answered
+from the index made for it, with no sequential scan of a growing table.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from app.store.db import Database
+from app.store.paging import FIRST_PAGE_TIME
+from app.store.queries import QUERIES
+
+GROWING = {"workloads", "events", "tombstones"}
+NIL = uuid.UUID(int=0)
+
+
+def scans(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(node type, relation, index) of every scan in a JSON plan tree."""
+    found = []
+    if "Relation Name" in plan:
+        found.append((plan["Node Type"], plan["Relation Name"], plan.get("Index Name", "")))
+    for child in plan.get("Plans", []):
+        found.extend(scans(child))
+    return found
+
+
+@pytest.fixture
+async def aged(db: Database) -> AsyncIterator[dict[str, uuid.UUID]]:
+    """One project with two pools: 20,000 finished workloads and a few live ones; 20,000
+    events and tombstones."""
+    async with db.connection() as conn:
+        await conn.execute(
+            """
+            INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor)
+            VALUES ('h100-80g', 'nvidia.com/gpu', 'h100');
+            INSERT INTO projects (id, name, created_by, observed_generation, state)
+            VALUES (gen_random_uuid(), 'research', 'admin', 1, 'READY');
+            INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, created_by,
+                                       observed_generation, state)
+            SELECT gen_random_uuid(), id, pool, 'h100-80g', '{}', 'admin', 1, 'READY'
+            FROM projects, (VALUES ('a'), ('b')) v(pool);
+            INSERT INTO workloads (id, project_id, pool_id, name, spec, created_by,
+                                   observed_generation, state)
+            SELECT gen_random_uuid(), c.project_id, c.id, c.name || '-w' || g,
+                   '{"accelerators": 1, "replicas": 1}', 'admin', 1,
+                   CASE WHEN g % 2 = 0 THEN 'SUCCEEDED' ELSE 'FAILED' END
+            FROM compute_pools c, generate_series(1, 10000) g;
+            UPDATE workloads SET state = 'RUNNING' WHERE name IN ('a-w1', 'a-w3', 'b-w5');
+            UPDATE workloads SET state = 'QUEUED' WHERE name IN ('a-w7', 'b-w9');
+            INSERT INTO events (kind, resource_id, resource_name, at, type, actor)
+            SELECT 'workload', gen_random_uuid(), 'w', now() - g * interval '1 minute',
+                   'Accepted', 'admin'
+            FROM generate_series(1, 20000) g;
+            INSERT INTO tombstones (kind, resource_id, name, deleted_at)
+            SELECT 'workload', gen_random_uuid(), 'w', now() - g * interval '1 minute'
+            FROM generate_series(1, 20000) g;
+            ANALYZE;
+            """
+        )
+        ids = await conn.fetchrow(
+            "SELECT p.id AS project, c.id AS pool FROM projects p"
+            " JOIN compute_pools c ON c.project_id = p.id AND c.name = 'a'"
+        )
+    assert ids is not None
+    yield {"project": ids["project"], "pool": ids["pool"]}
+
+
+CUTOFF = datetime.now(UTC) - timedelta(days=90)
+
+
+@pytest.mark.parametrize(
+    ("query", "args", "index"),
+    [
+        pytest.param(
+            "pool_by_name", lambda i: [i["project"], "a"], "workloads_live_by_pool", id="a pool"
+        ),
+        pytest.param(
+            "list_pools",
+            lambda i: [i["project"], FIRST_PAGE_TIME, NIL, 51],
+            "workloads_live_by_pool",
+            id="a page of pools",
+        ),
+        pytest.param(
+            "list_workloads",
+            lambda i: [i["project"], FIRST_PAGE_TIME, NIL, 51],
+            "workloads_newest_first",
+            id="workloads",
+        ),
+        pytest.param(
+            "list_workloads_in_state",
+            lambda i: [i["project"], "RUNNING", FIRST_PAGE_TIME, NIL, 51],
+            "workloads_by_state_newest_first",
+            id="workloads in a state",
+        ),
+        pytest.param(
+            "list_workloads_in_pool",
+            lambda i: [i["project"], i["pool"], FIRST_PAGE_TIME, NIL, 51],
+            "workloads_by_pool_newest_first",
+            id="workloads in a pool",
+        ),
+        pytest.param(
+            "list_workloads_in_pool_in_state",
+            lambda i: [i["project"], i["pool"], "QUEUED", FIRST_PAGE_TIME, NIL, 51],
+            "workloads_by_pool_state_newest_first",
+            id="workloads in a pool in a state",
+        ),
+        pytest.param(
+            "purge_events_before", lambda i: [CUTOFF, 5000], "events_pkey", id="the event purge"
+        ),
+        pytest.param(
+            "purge_tombstones_before",
+            lambda i: [CUTOFF, 5000],
+            "tombstones_by_age",
+            id="the tombstone purge",
+        ),
+    ],
+)
+async def test_each_read_uses_its_index_and_scans_no_growing_table(
+    db: Database, aged: dict[str, uuid.UUID], query: str, args: Any, index: str
+) -> None:
+    async with db.connection() as conn:
+        [plan] = await conn.fetchval("EXPLAIN (FORMAT JSON) " + QUERIES[query], *args(aged))
+
+    found = scans(plan["Plan"])
+    assert index in {used for _, _, used in found}, found
+    full = [(node, rel) for node, rel, _ in found if node == "Seq Scan" and rel in GROWING]
+    assert full == []

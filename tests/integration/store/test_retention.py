@@ -1,0 +1,73 @@
+"""Events and tombstones past their retention are purged; everything younger stays."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from app.store import retention
+from app.store.db import Database
+from app.store.retention import Retention
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+async def _events(db: Database, ages_in_days: list[float]) -> None:
+    """One event per age, written oldest first (as events are)."""
+    async with db.connection() as conn:
+        for age in sorted(ages_in_days, reverse=True):
+            await conn.execute(
+                "INSERT INTO events (kind, resource_id, resource_name, at, type, actor)"
+                " VALUES ('workload', $1, 'w', $2, 'Accepted', 'admin')",
+                uuid.uuid4(),
+                NOW - timedelta(days=age),
+            )
+
+
+async def _tombstones(db: Database, ages_in_days: list[float]) -> None:
+    async with db.connection() as conn:
+        for age in ages_in_days:
+            await conn.execute(
+                "INSERT INTO tombstones (kind, resource_id, name, deleted_at)"
+                " VALUES ('workload', $1, 'w', $2)",
+                uuid.uuid4(),
+                NOW - timedelta(days=age),
+            )
+
+
+async def _ages(db: Database, table: str, column: str) -> list[int]:
+    async with db.connection() as conn:
+        rows = await conn.fetch(f"SELECT {column} AS t FROM {table} ORDER BY {column}")
+    return sorted(round((NOW - row["t"]).total_seconds() / 86400) for row in rows)
+
+
+async def test_events_and_tombstones_older_than_their_retention_go_and_the_rest_stay(
+    db: Database,
+) -> None:
+    await _events(db, [400, 91, 89, 1, 0])
+    await _tombstones(db, [45, 31, 29, 2])
+
+    purged = await retention.purge(db, Retention(event_days=90, tombstone_days=30), now=NOW)
+
+    assert (purged.events, purged.tombstones) == (2, 2)
+    assert await _ages(db, "events", "at") == [0, 1, 89]
+    assert await _ages(db, "tombstones", "deleted_at") == [2, 29]
+
+
+async def test_zero_days_keeps_them_forever(db: Database) -> None:
+    await _events(db, [4000])
+    await _tombstones(db, [4000])
+
+    purged = await retention.purge(db, Retention(event_days=0, tombstone_days=0), now=NOW)
+
+    assert (purged.events, purged.tombstones) == (0, 0)
+    assert await _ages(db, "events", "at") == [4000]
+
+
+async def test_a_purge_larger_than_one_batch_drains_in_batches(db: Database) -> None:
+    await _events(db, [100] * 7 + [1])
+
+    purged = await retention.purge(db, Retention(event_days=90), now=NOW, batch=3)
+
+    assert purged.events == 7
+    assert await _ages(db, "events", "at") == [1]
