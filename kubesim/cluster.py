@@ -12,6 +12,7 @@ listening socket, refuses connections for a while, then listens again on the sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -79,6 +80,7 @@ class Cluster:
         self._controllers: Any = None
         self._restarting: asyncio.Lock | None = None
         self._stopped = False
+        self._stopping: asyncio.Event | None = None  # set by stop(): ends a restart's wait
 
     @property
     def url(self) -> str:
@@ -105,6 +107,8 @@ class Cluster:
     async def start(self) -> None:
         """Listen (binding `port`; 0 picks a free one) and start the controllers."""
         self._stopped = False
+        if self._stopping is not None:
+            self._stopping.clear()
         await self._listen()
         if self.with_controllers:
             try:
@@ -122,23 +126,32 @@ class Cluster:
                 await self._controllers.start()
 
     async def stop(self) -> None:
-        """Stop the controllers and the server (idempotent; also ends a restart in progress)."""
+        """Stop the controllers and the server (idempotent; also ends a restart in progress,
+        and returns only once it has ended)."""
         self._stopped = True
+        if self._stopping is not None:
+            self._stopping.set()
         if self._controllers is not None:
             controllers, self._controllers = self._controllers, None
             await controllers.stop()
         await self._close_server()
+        if self._restarting is not None:
+            async with self._restarting:
+                pass
 
     async def restart(self, refuse_seconds: float) -> None:
         """An apiserver restart: drop every connection, refuse new ones for `refuse_seconds`,
         then listen on the same port again. The store (etcd) keeps its state."""
         if self._restarting is None:
             self._restarting = asyncio.Lock()
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
         async with self._restarting:
             if self._runner is None:
                 return
             await self._close_server()
-            await asyncio.sleep(refuse_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), refuse_seconds)
             if not self._stopped:
                 await self._listen()
 

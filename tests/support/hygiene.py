@@ -22,6 +22,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+#: How long a task the test started may take to end by itself after the test's teardown.
+LEFTOVER_GRACE_SECONDS = 1.0
+
 TIER_TIMEOUTS = {
     "unit": 15,
     "integration": 60,
@@ -67,11 +70,11 @@ async def clean_event_loop() -> AsyncIterator[None]:
         await asyncio.sleep(0)  # callbacks the teardown scheduled
         gc.collect()  # a task's unretrieved exception is reported when the task is collected
         current = asyncio.current_task()
-        leftover = [
-            task
-            for task in asyncio.all_tasks(loop) - before
-            if task is not current and not task.done()
-        ]
+        started = [t for t in asyncio.all_tasks(loop) - before if t is not current]
+        if pending := [t for t in started if not t.done()]:
+            # A task ending on its own right after teardown (a closing stream) is no leak.
+            await asyncio.wait(pending, timeout=LEFTOVER_GRACE_SECONDS)
+        leftover = [task for task in started if not task.done()]
         for task in leftover:
             task.cancel()
         if leftover:
