@@ -1,7 +1,8 @@
 """Every Prometheus metric aicp exports (docs/API.md "Operations"), in one registry.
 
-All metrics are defined here, including those only the reconciler updates, so ``/metrics``
-documents the whole service and names cannot drift between modules. Label values must come
+Every metric lives in this one registry. The service-wide ones are declared here, including
+those only the reconciler updates; the two specific to the Kubernetes adapter are declared in
+``app.kube.metrics`` on the same registry, so ``/metrics`` shows the whole service either way. Label values must come
 from small fixed sets (route templates, kinds, states) — never from user input.
 """
 

@@ -1,4 +1,4 @@
-"""Manifests of the namespaced tenancy and Kueue queueing objects (DESIGN.md §6).
+"""Manifests of the namespaced tenancy and Kueue queueing objects (docs/DESIGN.md §6).
 
 Pure functions from stored intent to server-side-apply bodies: each result carries
 `apiVersion`, `kind` and `metadata.name` (and `metadata.namespace` when namespaced), declares
