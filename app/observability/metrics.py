@@ -2,8 +2,9 @@
 
 Every metric lives in this one registry. The service-wide ones are declared here, including
 those only the reconciler updates; the two specific to the Kubernetes adapter are declared in
-``app.kube.metrics`` on the same registry, so ``/metrics`` shows the whole service either way. Label values must come
-from small fixed sets (route templates, kinds, states) — never from user input.
+``app.kube.metrics`` on the same registry, so ``/metrics`` shows the whole service either way.
+Label values must come from small fixed sets (route templates, kinds, states), never from user
+input.
 """
 
 from __future__ import annotations

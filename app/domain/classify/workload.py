@@ -81,8 +81,8 @@ def _decided_by_pods(
 ) -> _Decided | None:
     """The outcome the Job's ended pods already decide while the Job has not counted them yet
     (None: undecided, e.g. a failed pod the Job will retry)."""
-    succeeded = sum(1 for pod in live if phase(pod) == "Succeeded")
-    failed = sum(1 for pod in live if phase(pod) == "Failed")
+    succeeded = sum(1 for pod in live if phase(pod) == PodPhase.SUCCEEDED)
+    failed = sum(1 for pod in live if phase(pod) == PodPhase.FAILED)
     completions = int(field(job, "spec", "completions") or context.replicas)
     backoff_limit = field(job, "spec", "backoffLimit")
     limit = 6 if backoff_limit is None else int(backoff_limit)  # the Job API's default
