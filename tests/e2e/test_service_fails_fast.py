@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -127,7 +128,10 @@ async def test_serve_exits_1_when_its_doorbell_cannot_reach_the_database_within_
         status, log = await served.exit_status_and_log()
 
     assert status == 1
-    assert f"aicp: exiting because the doorbell has been down for {RECOVERY_SECONDS}s" in log
+    [exit_line] = [line for line in log.splitlines() if line.startswith("aicp: exiting because")]
+    # At least the bound; the supervisor looks once a second, so a loaded machine says more.
+    assert re.match(r"aicp: exiting because the doorbell has been down for (\d+)s: ", exit_line)
+    assert int(exit_line.split("down for ")[1].split("s")[0]) >= RECOVERY_SECONDS
 
 
 @pytest.mark.timeout(120)
@@ -144,4 +148,7 @@ async def test_serve_exits_1_when_the_kubernetes_api_stays_unreachable_past_the_
 
     assert status == 1
     [exit_line] = [line for line in log.splitlines() if line.startswith("aicp: exiting because")]
-    assert f"informer has been down for {RECOVERY_SECONDS}s: list/watch failed" in exit_line
+    assert re.match(
+        r"aicp: exiting because the \w+ informer has been down for \d+s: list/watch", exit_line
+    )
+    assert int(exit_line.split("down for ")[1].split("s")[0]) >= RECOVERY_SECONDS
