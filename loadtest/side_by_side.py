@@ -164,9 +164,18 @@ async def seed(server: Server, count: int) -> None:
 
 
 def wrk(
-    server: Server, mode: str, seconds: int, connections: int, seeded: int, directory: Path
+    server: Server,
+    mode: str,
+    seconds: int,
+    connections: int,
+    seeded: int,
+    directory: Path,
+    profiles: Path | None = None,
 ) -> Result:
-    """One wrk phase on CPU 1 against `server`; its rate, latencies and the server's CPU."""
+    """One wrk phase on CPU 1 against `server`; its rate, latencies and the server's CPU.
+    With `profiles`, py-spy (on CPU 1 too) samples the server during the measured run and
+    writes `<server>-<mode>.txt` there (collapsed stacks: flamegraph.pl or speedscope read
+    them)."""
 
     def run(duration: float) -> dict[str, int]:
         prefix = f"{mode}-{secrets.token_hex(3)}"  # new workload names in every run
@@ -192,10 +201,21 @@ def wrk(
         return found
 
     run(1)  # warm-up: connections, statement caches, the interpreter's own caches
+    spy = None
+    if profiles is not None:
+        out = profiles / f"{server.name}-{mode}.txt"
+        argv = ["py-spy", "record", "-p", str(server.pid), "-d", str(seconds), "-r", "250"]
+        spy = subprocess.Popen(
+            _pinned(1, [*argv, "-f", "raw", "--nonblocking", "-o", str(out)]),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     cpu = process_cpu(server.pid)
     before = cpu()
     found = run(seconds)
     used = cpu() - before
+    if spy is not None:
+        spy.wait(timeout=seconds + 30)
     return Result(
         rate=found["requests"] / (found["duration_us"] / 1e6),
         p50_ms=found["p50_us"] / 1000,
@@ -260,7 +280,7 @@ async def both_servers(pg: str, directory: Path) -> AsyncIterator[tuple[Server, 
 
 
 async def measure(
-    pg: str, seconds: int, connections: int, seeded: int
+    pg: str, seconds: int, connections: int, seeded: int, profiles: Path | None
 ) -> dict[str, dict[str, Result]]:
     results: dict[str, dict[str, Result]] = {}
     with tempfile.TemporaryDirectory(prefix="aicp-sbs-") as tmp:
@@ -271,7 +291,7 @@ async def measure(
             for server in servers:
                 results[server.name] = {
                     mode: await asyncio.to_thread(
-                        wrk, server, mode, seconds, connections, seeded, directory
+                        wrk, server, mode, seconds, connections, seeded, directory, profiles
                     )
                     for mode in ("get", "post")
                 }
@@ -302,6 +322,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (c)")
     parser.add_argument("--seeded", type=int, default=200, help="workloads the GETs read")
     parser.add_argument(
+        "--profile", type=Path, help="write py-spy profiles of each measured phase here"
+    )
+    parser.add_argument(
         "--pg",
         default=os.environ.get("AICP_BENCH_PG", "postgresql://postgres:postgres@127.0.0.1:5432"),
         help="PostgreSQL server for the two fresh databases (URL without a database)",
@@ -310,7 +333,11 @@ def main() -> None:
     if shutil.which("wrk") is None:
         raise SystemExit("side_by_side.py needs wrk on the PATH (apt-get install wrk)")
     load_before = os.getloadavg()[0]
-    results = asyncio.run(measure(args.pg.rstrip("/"), args.seconds, args.connections, args.seeded))
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    results = asyncio.run(
+        measure(args.pg.rstrip("/"), args.seconds, args.connections, args.seeded, args.profile)
+    )
     print(
         f"c={args.connections}, {args.seconds:g} s per phase, servers on CPU 0, wrk on CPU 1, "
         f"cpus {os.cpu_count()}, load average {load_before:.1f} before / "
