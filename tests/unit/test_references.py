@@ -8,7 +8,8 @@ Checked over every file of the repository (as git lists it, committed or not):
 - every "invariant N", against the numbered list in docs/DESIGN.md §3;
 - every repository path quoted in code or docs (`app/api/creating.py`), which must exist
   (or be an output git ignores, such as `loadtest/reports/`);
-- every `file.py:function` (or `file.py:Class.method`) stop, which must be defined there.
+- every `file.py:function` (or `file.py:Class.method`) stop, which must be defined there;
+- no file names a place outside the repository (a sibling checkout, a machine's own paths).
 """
 
 from __future__ import annotations
@@ -232,6 +233,20 @@ def dead_stops() -> list[str]:
     return dead
 
 
+OUTSIDE = re.compile(r"(?<![\w.])\.\./shared\b|(?<![\w.])/work/")
+
+
+def outside_paths() -> list[str]:
+    found = []
+    for path in text_files():
+        if path == Path(__file__).resolve():
+            continue  # the pattern itself
+        text = path.read_text()
+        for match in OUTSIDE.finditer(text):
+            found.append(f"{where(path, text, match.start())}: names {match.group()!r}")
+    return found
+
+
 @pytest.mark.parametrize(
     "check",
     [
@@ -240,6 +255,7 @@ def dead_stops() -> list[str]:
         pytest.param(dead_invariants, id="every invariant cited is in the design"),
         pytest.param(dead_paths, id="every repository path quoted exists"),
         pytest.param(dead_stops, id="every file:function stop is defined"),
+        pytest.param(outside_paths, id="nothing names a path outside the repository"),
     ],
 )
 def test_no_reference_is_dead(check: object) -> None:
