@@ -3,7 +3,7 @@
 UV ?= uv
 PY := .venv/bin/python
 
-.PHONY: run run-real real-cluster test test-kubesim test-real fuzz lint fmt venv bench loadtest clean
+.PHONY: run run-real real-cluster test test-kubesim test-faults test-real fuzz lint fmt venv bench loadtest clean
 
 # The real-cluster tier needs Go (to build kube-apiserver, Kueue, KWOK... from pinned modules).
 HAVE_GO := $(shell command -v go 2>/dev/null)
@@ -50,6 +50,10 @@ FUZZ_CASES ?= 5000
 fuzz: venv
 	AICP_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest tests/integration/api/test_schemathesis.py \
 		-q -s -p no:cacheprovider -o timeout=3600
+
+# Every fault scenario at full size (bursts of 500); `make test` runs a representative subset.
+test-faults: venv
+	AICP_FAULTS_FULL=1 $(PY) -m pytest tests/faults -q
 
 lint: venv
 	.venv/bin/ruff check app kubesim realcluster tests loadtest

@@ -53,6 +53,8 @@ log = logging.getLogger("aicp")
 #: How often expired idempotency keys, and events and tombstones past retention, are purged.
 PURGE_INTERVAL_SECONDS = 3600.0
 SHUTDOWN_GRACE_SECONDS = 10
+#: At start, a database that refuses connections is waited for this long before giving up.
+STARTUP_DB_WAIT_SECONDS = 30.0
 
 
 class _QuietServer(uvicorn.Server):
@@ -114,7 +116,9 @@ class Service:
         settings = self.settings
         assert settings.database_url is not None, "database_url is resolved before start"
         self.supervisor = Supervisor(recovery_seconds=settings.recovery_timeout_seconds)
-        self.db = await Database.connect(settings.database_url, size=settings.db_pool_size)
+        self.db = await Database.connect(
+            settings.database_url, size=settings.db_pool_size, retry_for=STARTUP_DB_WAIT_SECONDS
+        )
         try:
             applied = await migrate(self.db)
             if applied:

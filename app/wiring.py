@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp")
 
+#: The longest an informer waits between list/watch attempts while the API server fails: an
+#: outage ends, at most this long later every cache follows the cluster again (a handful of
+#: requests per interval per replica).
+INFORMER_BACKOFF_CAP_SECONDS = 5.0
+
 
 def kube_settings_for(settings: Settings) -> KubeSettings:
     """The client settings of a process: its kubeconfig (dev mode's embedded simulator, or
@@ -70,7 +75,7 @@ class ReconcilingComponent:
         *,
         instance_id: str,
         grace: float,
-        informer_backoff_cap: float = 30.0,
+        informer_backoff_cap: float = INFORMER_BACKOFF_CAP_SECONDS,
     ) -> None:
         self.engine = engine
         self.db = db

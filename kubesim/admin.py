@@ -3,6 +3,8 @@
 - `POST /_sim/faults` (JSON, see `kubesim.faults`) → the current settings; `DELETE` clears.
 - `GET /_sim/stats` → request counters; `POST /_sim/stats/reset` zeroes them.
 - `POST /_sim/time {"advance_seconds": N}` → advances the simulated clock; `GET` reads it.
+- `GET /_sim/history/jobs` → every change ever committed to a Job, in order (see
+  `Store.job_history`): what tests count Job creations and re-suspensions from.
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ async def get_time(request: web.Request) -> web.Response:
     )
 
 
+async def get_job_history(request: web.Request) -> web.Response:
+    return _json({"items": request.app[STATE].store.job_history})
+
+
 def admin_routes() -> list[web.RouteDef]:
     return [
         web.post("/_sim/faults", post_faults),
@@ -111,4 +117,5 @@ def admin_routes() -> list[web.RouteDef]:
         web.post("/_sim/stats/reset", reset_stats),
         web.post("/_sim/time", post_time),
         web.get("/_sim/time", get_time),
+        web.get("/_sim/history/jobs", get_job_history),
     ]

@@ -23,8 +23,9 @@ in resourceVersion order).
 
 from __future__ import annotations
 
+import time
 import uuid
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kubesim import fieldowners
 from kubesim.applying import PatchMixin
@@ -94,6 +95,9 @@ class Store(PatchMixin, DeletionMixin):
         self._owners: dict[str, fieldowners.Ownership] = {}
         self.uids: dict[str, tuple[ResourceType, Key]] = {}
         self.pod_logs: dict[tuple[str, str], str] = {}
+        # Every change ever committed to a Job, unbounded and untouched by faults (the watch
+        # window is neither): `GET /_sim/history/jobs`.
+        self.job_history: list[dict[str, Any]] = []
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -186,6 +190,8 @@ class Store(PatchMixin, DeletionMixin):
         else:
             table.put(key, entry)
         self.hub.publish(Change(self._rv, rt.key, event, key[0], obj, old, entry.raw))
+        if rt.key == ("batch", "jobs"):
+            self.job_history.append(_job_change(self._rv, event, obj))
         return decode(entry.raw)
 
     def create(self, rt: ResourceType, obj: Obj, *, manager: str) -> Obj:
@@ -378,3 +384,20 @@ class Store(PatchMixin, DeletionMixin):
                 yield WatchEvent(etype, decode(change.raw))
         finally:
             self.hub.unsubscribe(watcher)
+
+
+def _job_change(rv: int, event: str, obj: Obj) -> dict[str, Any]:
+    """What `GET /_sim/history/jobs` tells about one committed change of a Job."""
+    meta = obj["metadata"]
+    return {
+        "resource_version": rv,
+        "event": event,
+        "namespace": meta.get("namespace"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "labels": dict(meta.get("labels") or {}),
+        "suspend": bool((obj.get("spec") or {}).get("suspend")),
+        "finalizers": list(meta.get("finalizers") or []),
+        "deleting": bool(meta.get("deletionTimestamp")),
+        "monotonic": time.monotonic(),
+    }

@@ -5,6 +5,16 @@
 
 -- ===== section: schema migrations =====
 
+-- name: migrations_unbounded
+-- Migrations may wait for a peer's migrations and run long: lift this session's lock and
+-- statement bounds until migrations_bounded puts them back.
+SELECT set_config('lock_timeout', '0', false), set_config('statement_timeout', '0', false);
+
+-- name: migrations_bounded
+-- Back to the bounds the session was opened with (its connection's server settings).
+SELECT set_config(name, reset_val, false) FROM pg_settings
+WHERE name IN ('lock_timeout', 'statement_timeout');
+
 -- name: migrations_lock
 -- Session-level: held across the migration transactions, released by migrations_unlock.
 SELECT pg_advisory_lock($1);
@@ -33,9 +43,12 @@ SELECT 1;
 -- ===== section: audit and doorbell =====
 
 -- name: insert_event
+-- $10 once_key: NULL for an ordinary event; otherwise the fact the event records, which is
+-- recorded at most once per resource (a repeat is skipped, see migration 0003).
 INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
-                    generation, actor)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+                    generation, actor, once_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING;
 
 -- name: ring_doorbell
 -- NOTIFY only wakes a reconciler; the payload is '<kind>:<uuid>' and never carries state.
@@ -491,11 +504,13 @@ JOIN projects p ON p.id = c.project_id;
 -- name: steps_project_set_status
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
 WITH
--- the caller's lease, if it is still live
+-- the caller's lease, if it is still live now (not just when the transaction began), locked
+-- until the transaction ends: a peer's takeover waits, so the check still holds at commit
 lease AS (
     SELECT 1 FROM leases l
     WHERE l.kind = 'project' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
-      AND l.expires_at > now()
+      AND l.expires_at > clock_timestamp()
+    FOR SHARE OF l
 ),
 -- the write, only onto the generation it was computed from and never over a deletion
 updated AS (
@@ -511,11 +526,13 @@ SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS w
 -- name: steps_pool_set_status
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
 WITH
--- the caller's lease, if it is still live
+-- the caller's lease, if it is still live now (not just when the transaction began), locked
+-- until the transaction ends: a peer's takeover waits, so the check still holds at commit
 lease AS (
     SELECT 1 FROM leases l
     WHERE l.kind = 'pool' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
-      AND l.expires_at > now()
+      AND l.expires_at > clock_timestamp()
+    FOR SHARE OF l
 ),
 -- the write, only onto the generation it was computed from and never over a deletion
 updated AS (
@@ -532,11 +549,13 @@ SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS w
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
 -- Also returns the workload's age by the database clock (lifecycle latency metrics).
 WITH
--- the caller's lease, if it is still live
+-- the caller's lease, if it is still live now (not just when the transaction began), locked
+-- until the transaction ends: a peer's takeover waits, so the check still holds at commit
 lease AS (
     SELECT 1 FROM leases l
     WHERE l.kind = 'workload' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
-      AND l.expires_at > now()
+      AND l.expires_at > clock_timestamp()
+    FOR SHARE OF l
 ),
 -- the write, only onto the generation it was computed from (invariant 6) and never over a
 -- deletion request that committed after the step read the row
@@ -620,7 +639,8 @@ WHERE deletion_requested_at < now() - interval '1 minute';
 -- Doorbell path: take the leases of the given resources. Per key, one of: insert a new lease,
 -- take over an expired one (epoch + 1), or extend one this owner already holds (same epoch).
 -- A key missing from the result is held by a live peer, or its resource no longer exists.
--- $1 kinds text[], $2 resource ids uuid[] (parallel arrays, no duplicates), $3 owner, $4 ttl s.
+-- $1 kinds text[], $2 resource ids uuid[] (parallel arrays, no duplicates), $3 owner, $4 ttl s,
+-- $5 the owner's incarnation.
 WITH
 -- the keys asked for, one row each
 wanted AS (
@@ -641,16 +661,20 @@ present AS (
 )
 -- in key order, as the sweep does: two claims over overlapping keys then lock rows in the same
 -- order and cannot deadlock
-INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
-SELECT kind, resource_id, $3::text, 1, now() + make_interval(secs => $4::float8) FROM present
+INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at, incarnation)
+SELECT kind, resource_id, $3::text, 1, now() + make_interval(secs => $4::float8), $5::text
+FROM present
 ORDER BY kind, resource_id
 ON CONFLICT (kind, resource_id) DO UPDATE
 SET owner = excluded.owner,
-    -- epoch counts changes of owner: extending one's own lease keeps in-flight fenced writes valid
-    epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,
-    expires_at = excluded.expires_at
+    -- epoch counts changes of owner (or of its incarnation): extending one's own lease keeps
+    -- in-flight fenced writes valid
+    epoch = CASE WHEN l.owner = excluded.owner AND l.incarnation = excluded.incarnation
+                 THEN l.epoch ELSE l.epoch + 1 END,
+    expires_at = excluded.expires_at,
+    incarnation = excluded.incarnation
 -- a live lease of a peer is left alone (the row drops out of RETURNING)
-WHERE l.expires_at <= now() OR l.owner = excluded.owner
+WHERE l.expires_at <= now() OR (l.owner = excluded.owner AND l.incarnation = excluded.incarnation)
 RETURNING l.kind, l.resource_id, l.epoch;
 
 -- name: lease_take_new
@@ -658,15 +682,15 @@ RETURNING l.kind, l.resource_id, l.epoch;
 -- enqueues it locally after the commit, so no doorbell (and no NOTIFY commit lock) is needed.
 -- clock_timestamp(), not now(): the expiry counts from this statement, not from the start of
 -- the transaction, so the replica's local deadline (taken before sending) is never later.
--- Zero rows: already leased. $1 kind, $2 resource id, $3 owner, $4 ttl seconds.
-INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)
-VALUES ($1, $2, $3, 1, clock_timestamp() + make_interval(secs => $4::float8))
+-- Zero rows: already leased. $1 kind, $2 resource id, $3 owner, $4 ttl seconds, $5 incarnation.
+INSERT INTO leases (kind, resource_id, owner, epoch, expires_at, incarnation)
+VALUES ($1, $2, $3, 1, clock_timestamp() + make_interval(secs => $4::float8), $5)
 ON CONFLICT (kind, resource_id) DO NOTHING
 RETURNING epoch;
 
 -- name: lease_claim_due
 -- The sweep: claim up to $3 resources per kind that need work and have no live lease.
--- $1 owner, $2 ttl seconds, $3 batch size per kind.
+-- $1 owner, $2 ttl seconds, $3 batch size per kind, $4 the owner's incarnation.
 WITH
 -- projects with an unobserved spec or a pending deletion (index projects_needing_work).
 -- FOR NO KEY UPDATE SKIP LOCKED: two sweeping replicas split the candidates instead of queueing
@@ -713,22 +737,26 @@ due AS (
 )
 -- take each lease: new, or an expired one taken over. The conflict re-check makes this safe even
 -- when two sweeps saw the same expired lease: the second one's update finds it live and skips it.
-INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at)
-SELECT kind, resource_id, $1::text, 1, now() + make_interval(secs => $2::float8) FROM due
+INSERT INTO leases AS l (kind, resource_id, owner, epoch, expires_at, incarnation)
+SELECT kind, resource_id, $1::text, 1, now() + make_interval(secs => $2::float8), $4::text
+FROM due
 ORDER BY kind, resource_id  -- the doorbell claim's lock order (no deadlock between them)
 ON CONFLICT (kind, resource_id) DO UPDATE
 SET owner = excluded.owner,
-    epoch = CASE WHEN l.owner = excluded.owner THEN l.epoch ELSE l.epoch + 1 END,
-    expires_at = excluded.expires_at
+    epoch = CASE WHEN l.owner = excluded.owner AND l.incarnation = excluded.incarnation
+                 THEN l.epoch ELSE l.epoch + 1 END,
+    expires_at = excluded.expires_at,
+    incarnation = excluded.incarnation
 WHERE l.expires_at <= now()
 RETURNING l.kind, l.resource_id, l.epoch;
 
 -- name: lease_renew_all
 -- The lease keeper: extend every live lease of this owner. A lease missing from the result
 -- expired or moved to a peer, and is dropped locally. Expired leases are not revived: this owner
--- may have stopped acting on them already. $1 owner, $2 ttl seconds.
+-- may have stopped acting on them already. Only this incarnation's: a lease of a dead
+-- predecessor under the same owner is not renewed. $1 owner, $2 ttl seconds, $3 incarnation.
 UPDATE leases SET expires_at = now() + make_interval(secs => $2::float8)
-WHERE owner = $1 AND expires_at > now()
+WHERE owner = $1 AND incarnation = $3 AND expires_at > now()
 RETURNING kind, resource_id, epoch;
 
 -- name: lease_release
@@ -739,22 +767,58 @@ WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_a
 
 -- name: lease_release_all
 -- Graceful shutdown: expire every live lease of this owner and ring the doorbell for each so a
--- peer claims it at once instead of at its next sweep. Returns how many were released. $1 owner.
+-- peer claims it at once instead of at its next sweep. Returns how many were released. $1 owner,
+-- $2 incarnation.
 WITH
 -- the leases let go, expired as of now
 released AS (
     UPDATE leases SET expires_at = now()
-    WHERE owner = $1 AND expires_at > now()
+    WHERE owner = $1 AND incarnation = $2 AND expires_at > now()
     RETURNING kind, resource_id
 )
 SELECT count(pg_notify('aicp_work', kind || ':' || resource_id::text)) AS released FROM released;
+
+-- name: lease_release_predecessors
+-- At start: expire the live leases a dead process left under this same owner (a container
+-- restarted under its pod name) and ring the doorbell for each, so they are taken over now
+-- instead of after their TTL. Instance ids are unique among live processes, so another
+-- incarnation of this owner is dead. Returns how many. $1 owner, $2 this incarnation.
+WITH
+-- the predecessor's leases, expired as of now
+released AS (
+    UPDATE leases SET expires_at = now()
+    WHERE owner = $1 AND incarnation <> $2 AND expires_at > now()
+    RETURNING kind, resource_id
+)
+SELECT count(pg_notify('aicp_work', kind || ':' || resource_id::text)) AS released FROM released;
+
+-- name: leases_held_changed
+-- After a LISTEN gap: the resources this owner holds whose spec changed or whose deletion was
+-- requested without it having acted on it (their doorbells may have rung while nobody listened).
+-- $1 owner, $2 incarnation.
+SELECT l.kind, l.resource_id FROM leases l
+WHERE l.owner = $1 AND l.incarnation = $2 AND l.expires_at > now()
+  AND CASE l.kind
+      WHEN 'workload' THEN EXISTS (
+          SELECT 1 FROM workloads w WHERE w.id = l.resource_id
+            AND (w.generation <> w.observed_generation OR w.deletion_requested_at IS NOT NULL))
+      WHEN 'pool' THEN EXISTS (
+          SELECT 1 FROM compute_pools c WHERE c.id = l.resource_id
+            AND (c.generation <> c.observed_generation OR c.deletion_requested_at IS NOT NULL))
+      ELSE EXISTS (
+          SELECT 1 FROM projects p WHERE p.id = l.resource_id
+            AND (p.generation <> p.observed_generation OR p.deletion_requested_at IS NOT NULL))
+      END;
 
 -- name: lease_lock_fenced
 -- First statement of a fenced transaction: lock this owner's live lease row for the rest of the
 -- transaction (a peer's takeover waits behind it). No row: the lease moved.
 -- $1 kind, $2 resource id, $3 owner, $4 epoch.
+-- clock_timestamp(): the lease must be live when the lock is granted, not merely when the
+-- transaction began (it may have waited for the lock).
 SELECT epoch FROM leases
-WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_at > now()
+WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4
+  AND expires_at > clock_timestamp()
 FOR UPDATE;
 
 -- name: lease_delete_fenced

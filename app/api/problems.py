@@ -31,7 +31,7 @@ from app.domain.errors import (
 )
 from app.observability.logs import request_id_var
 from app.observability.metrics import VALIDATION_ERRORS
-from app.store.db import UNAVAILABLE_ERRORS
+from app.store.db import is_unavailable
 
 PROBLEM_BASE = "https://aicp.dev/problems/"
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -103,7 +103,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
         error = exc
     elif isinstance(exc, HTTPException):
         error = _from_litestar(exc)
-    elif isinstance(exc, UNAVAILABLE_ERRORS):
+    elif is_unavailable(exc):
         error = StoreUnavailable()
     else:
         log.error("unhandled error serving %s %s", request.method, request.url.path, exc_info=exc)

@@ -60,6 +60,21 @@ async def apply(
     return await _write(kube, "apply", resource, request_json(call))
 
 
+async def create(
+    kube: KubeClient, manifest: Manifest, *, field_manager: str = FIELD_MANAGER
+) -> Manifest:
+    """Create `manifest`, never overwriting: 409 `Conflict` (AlreadyExists) when an object of
+    that name exists already, whoever wrote it. For bodies whose every field is meant once, at
+    creation (a Job's `suspend: true`): a writer that acts on a stale view — a replica resuming
+    after a pause, its lease gone — cannot re-declare them over the live object."""
+    resource = resource_of(manifest)
+    namespace, _ = _address(resource, manifest)
+    call = resource.method(kube, "create", namespace)(
+        manifest, field_manager=field_manager, _preload_content=False
+    )
+    return await _write(kube, "create", resource, request_json(call))
+
+
 async def get(
     kube: KubeClient, resource: Resource, namespace: str | None, name: str
 ) -> Manifest | None:
@@ -79,15 +94,25 @@ async def delete(
     name: str,
     *,
     propagation: Propagation = "Background",
+    uid: str | None = None,
 ) -> bool:
     """Delete an object; False if it was already gone.
 
     With finalizers left the object is only marked (`deletionTimestamp`) and disappears when
     they are removed. `Background` lets the garbage collector remove dependents afterwards.
+    `uid` makes the delete conditional: only that object, not a successor of the same name
+    (409 `Conflict` otherwise).
     """
+    options: Manifest = {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": propagation,
+    }
+    if uid:
+        options["preconditions"] = {"uid": uid}
     call = resource.method(kube, "delete", namespace, name)(
         propagation_policy=propagation,
-        body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation},
+        body=options,
         _preload_content=False,
     )
     try:
@@ -97,13 +122,15 @@ async def delete(
     return True
 
 
-async def delete_job(kube: KubeClient, namespace: str, name: str) -> bool:
+async def delete_job(
+    kube: KubeClient, namespace: str, name: str, *, uid: str | None = None
+) -> bool:
     """Delete a Job and (in the background) its pods; False if it was already gone.
 
     Never without a policy: batch/v1 Jobs default to `Orphan`, which leaves the pods running
-    and holding their GPUs (docs/KUBERNETES.md §4).
+    and holding their GPUs (docs/KUBERNETES.md §4). `uid`: only that Job (see `delete`).
     """
-    return await delete(kube, JOBS, namespace, name, propagation="Background")
+    return await delete(kube, JOBS, namespace, name, propagation="Background", uid=uid)
 
 
 async def remove_finalizer(
@@ -118,22 +145,30 @@ async def remove_finalizer(
 ) -> bool:
     """Remove one finalizer, leaving the others; True if this call removed it.
 
-    A JSON patch whose `test` op pins the finalizer at the index it was read at: if another
-    writer reordered or removed finalizers meanwhile, the server refuses the patch and the
-    object is read again (up to `attempts` times). `current` (e.g. from an informer cache)
-    saves the first read. False when the object or the finalizer is already gone.
+    A JSON patch whose `test` ops pin the object's uid and the finalizer at the index it was
+    read at: if another writer reordered or removed finalizers meanwhile, the server refuses
+    the patch and the object is read again (up to `attempts` times); a successor object of the
+    same name is never touched. `current` (e.g. from an informer cache) saves the first read.
+    False when the object or the finalizer is already gone.
     """
+    uid = ((current or {}).get("metadata") or {}).get("uid")
     for attempt in range(attempts):
         obj = current if attempt == 0 and current is not None else None
         if obj is None:
             obj = await get(kube, resource, namespace, name)
         if obj is None:
             return False
-        finalizers = list((obj.get("metadata") or {}).get("finalizers") or [])
+        meta = obj.get("metadata") or {}
+        if uid is not None and meta.get("uid") != uid:
+            return False  # the object read first is gone; this is its successor
+        finalizers = list(meta.get("finalizers") or [])
         if finalizer not in finalizers:
             return False
         index = finalizers.index(finalizer)
-        patch = [
+        patch: list[Manifest] = []
+        if meta.get("uid"):
+            patch.append({"op": "test", "path": "/metadata/uid", "value": meta["uid"]})
+        patch += [
             {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]

@@ -33,6 +33,8 @@ from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Res
 from app.kube.watching import Accept, Backoff, Handler, Informer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.domain.kube_objects import Manifest
     from app.kube.client import KubeClient
 
@@ -51,7 +53,7 @@ class Informers:
     """
 
     def __init__(
-        self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 30.0
+        self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 5.0
     ) -> None:
         def informer(
             resource: Resource, selector: str | None = None, accept: Accept | None = None
@@ -83,6 +85,12 @@ class Informers:
         """Call `handler` for every change of every kind (register before `start()`)."""
         for informer in self.all:
             informer.add_handler(handler)
+
+    def on_recovered(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever one of the informers reaches the API server again after
+        failing to (an outage ended): work that failed meanwhile need not wait its backoff."""
+        for informer in self.all:
+            informer.on_recovered(callback)
 
     def start(self) -> list[asyncio.Task[None]]:
         """Start every informer's loop; return the tasks (they end only when cancelled)."""

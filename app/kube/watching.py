@@ -13,7 +13,8 @@ Protocol (docs/DESIGN.md §6, docs/KUBERNETES.md §2):
    synthesized DELETED carrying their last known state, new ones ADDED, changed ones MODIFIED.
 5. Any other ERROR event, a non-2xx answer or a transport failure ends the attempt; the loop
    waits a jittered exponential backoff (or the server's `Retry-After`) and resumes as in 3
-   (as in 4 if the failure happened while listing).
+   (as in 4 if the failure happened while listing). Any other exception relists after the
+   backoff: only cancellation ends the loop.
 
 The watch is read raw (one JSON event per line) rather than through kubernetes_asyncio's
 `Watch`: that helper retries a 410 once and hides it, raises a KeyError on an ERROR without a
@@ -104,6 +105,8 @@ class Informer:
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self._handlers: list[Handler] = []
+        self._recovered: list[Callable[[], None]] = []
+        self._failed_attempts = 0  # in a row (a stream that ends normally is no failure)
         self._progressed = False
         self._task: asyncio.Task[None] | None = None
         #: Why the last list/watch attempt failed, until one succeeds again (None meanwhile):
@@ -126,6 +129,10 @@ class Informer:
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)
+
+    def on_recovered(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (no I/O) when the server answers again after failed attempts."""
+        self._recovered.append(callback)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -169,8 +176,22 @@ class Informer:
                 reason = "gone"
             except KubeError as exc:
                 reason, retry_after = _reason(exc), exc.retry_after
-                log.warning("%s list/watch failed (%s): %s", self.kind, reason, exc.message)
+                log.warning(
+                    "%s list/watch failed (%s, %d in a row): %s",
+                    self.kind,
+                    reason,
+                    self.backoff.attempt + 1,
+                    exc.message,
+                )
                 self.failing = f"list/watch failed ({reason}): {exc.message}"
+            except Exception as exc:
+                # Anything else (a malformed page, a decoding error, a bug in a cache update)
+                # must not end the informer either: its cache would silently stop changing.
+                # Relist: the cache may be half-applied.
+                reason = "error"
+                self.resource_version = None
+                log.error("%s list/watch failed unexpectedly; relisting", self.kind, exc_info=exc)
+                self.failing = f"list/watch failed unexpectedly: {exc!r}"
             else:
                 self.failing = None  # the stream ended as streams do: the server answers
             self._restarted(reason)
@@ -178,6 +199,8 @@ class Informer:
                 # A list completed or the stream carried events: the server works again.
                 self.backoff.reset()
                 self.failing = None
+            if reason not in ("ended", "gone"):
+                self._failed_attempts += 1
             if reason in ("ended", "gone") and self.backoff.attempt == 0:
                 # Resume (or relist) at once; an immediate repeat without progress backs off.
                 self.backoff.attempt = 1
@@ -232,7 +255,7 @@ class Informer:
             elif resource_version_of(old) != resource_version_of(obj):
                 self._notify("MODIFIED", obj)
         self.resource_version = version
-        self._progressed = True
+        self._progress()
         if not self.synced.is_set():
             self.synced.set()
             INFORMER_SYNCED.labels(self.kind).set(1)
@@ -271,7 +294,7 @@ class Informer:
                 async for line in response.content:
                     if line.strip():
                         self._on_line(line)
-                        self._progressed = True
+                        self._progress()
             finally:
                 response.release()
 
@@ -319,6 +342,21 @@ class Informer:
                 handler(kind, obj)
             except Exception:
                 log.exception("%s informer handler %r failed on %s", self.kind, handler, kind)
+
+    def _progress(self) -> None:
+        """A list completed or the stream carried an event: the server works (again)."""
+        self._progressed = True
+        if self._failed_attempts:
+            self._failed_attempts = 0
+            self._tell_recovered()
+
+    def _tell_recovered(self) -> None:
+        log.info("%s list/watch works again", self.kind)
+        for callback in self._recovered:
+            try:
+                callback()
+            except Exception:
+                log.exception("%s informer recovery callback %r failed", self.kind, callback)
 
     def _restarted(self, reason: str) -> None:
         WATCH_RESTARTS.labels(self.kind, reason).inc()

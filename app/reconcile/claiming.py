@@ -9,7 +9,9 @@ and queues their keys:
 - `Sweeper`: every `interval` seconds (or at once when kicked, e.g. after the listener
   reconnected), claim a bounded batch of resources that need work and have no live lease. It
   catches lost doorbells, takes over from dead replicas, and keeps draining while batches come
-  back full.
+  back full. After the doorbell reconnects it also replays the resources this replica holds
+  whose spec or deletion changed during the gap: their doorbells were lost, and the sweep does
+  not look at resources with a live lease.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Claimer:
         self._on_granted = on_granted
         self._inbox: dict[ResourceKey, None] = {}  # insertion-ordered set
         self._wake = asyncio.Event()
+        self.failures = 0  # consecutive failed claims
 
     def ring(self, key: ResourceKey) -> None:
         """Ask for `key`'s lease soon. Never blocks; duplicates fold."""
@@ -62,11 +65,23 @@ class Claimer:
             sent = self._book.now()
             try:
                 grants = await leases.claim(
-                    self._db.pool, keys, owner=self._book.owner, ttl=self._book.ttl
+                    self._db.pool,
+                    keys,
+                    owner=self._book.owner,
+                    ttl=self._book.ttl,
+                    incarnation=self._book.incarnation,
                 )
-            except Exception:
-                log.exception("claiming %d rung keys failed; the sweep will find them", len(keys))
+            except Exception as exc:
+                self.failures += 1
+                log.warning(
+                    "claiming %d rung keys failed (%s: %s; %d in a row); the sweep will find them",
+                    len(keys),
+                    type(exc).__name__,
+                    exc,
+                    self.failures,
+                )
                 continue
+            self.failures = 0
             self._on_granted(grants, sent)
 
 
@@ -82,28 +97,50 @@ class Sweeper:
         interval: float,
         batch: int,
         on_lag: Callable[[dict[Kind, float]], None] | None = None,
+        on_replay: Callable[[list[ResourceKey]], None] | None = None,
     ) -> None:
         self._db = db
         self._book = book
         self._on_granted = on_granted
         self._on_lag = on_lag
+        self._on_replay = on_replay or (lambda _keys: None)
         self.interval = interval
         self.batch = batch
         self._kick = asyncio.Event()
+        self._replay_due = False
         self.sweeps = 0
+        self.failures = 0  # consecutive failed sweeps
 
     def kick(self) -> None:
         """Sweep now rather than at the next tick (e.g. doorbells may have been missed)."""
         self._kick.set()
 
+    def reconnected(self) -> None:
+        """The doorbell listens again after a gap: sweep now, and replay the held resources
+        that changed meanwhile (their doorbells rang while nobody listened; the sweep skips
+        them because this replica's lease on them is live)."""
+        self._replay_due = True
+        self._kick.set()
+
     async def run(self) -> None:
-        """Sweep forever. A full batch means more may be waiting: sweep again at once."""
+        """Sweep forever. A full batch means more may be waiting: sweep again at once. A failed
+        sweep (or replay) is a warning with the count of consecutive ones, retried next tick."""
         while True:
             self._kick.clear()
             try:
+                if self._replay_due:
+                    self._replay_due = False
+                    await self.replay_held()
                 grants = await self.sweep_once()
-            except Exception:
-                log.exception("sweep failed; retrying at the next tick")
+                self.failures = 0
+            except Exception as exc:
+                self.failures += 1
+                log.warning(
+                    "sweep failed (%s: %s; %d in a row); retrying at the next tick",
+                    type(exc).__name__,
+                    exc,
+                    self.failures,
+                )
                 grants = []
             if len(grants) >= self.batch:
                 continue
@@ -113,8 +150,13 @@ class Sweeper:
     async def sweep_once(self) -> list[Grant]:
         """One sweep statement (and the lag probe); return the leases won."""
         sent = self._book.now()
+        book = self._book
         grants = await leases.claim_due(
-            self._db.pool, owner=self._book.owner, ttl=self._book.ttl, batch=self.batch
+            self._db.pool,
+            owner=book.owner,
+            ttl=book.ttl,
+            batch=self.batch,
+            incarnation=book.incarnation,
         )
         self.sweeps += 1
         if grants:
@@ -122,3 +164,20 @@ class Sweeper:
         if self._on_lag is not None:
             self._on_lag(await leases.lag_seconds(self._db.pool))
         return grants
+
+    async def replay_held(self) -> list[ResourceKey]:
+        """Queue the held resources whose spec or deletion is unobserved; return them. On
+        failure it is tried again at the next reconnection's or tick's sweep."""
+        book = self._book
+        try:
+            keys = await leases.held_changed(
+                self._db.pool, owner=book.owner, incarnation=book.incarnation
+            )
+        except BaseException:
+            self._replay_due = True
+            raise
+        held = [key for key in keys if book.holds(key)]
+        if held:
+            log.info("replaying %d held resources that changed while nobody listened", len(held))
+            self._on_replay(held)
+        return held

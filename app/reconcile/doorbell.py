@@ -7,8 +7,9 @@ The connection is not from the pool: a pooled connection could be handed to a re
 listener only hears notifications between its own transactions. It is watched two ways: a
 termination callback (the server closed it, e.g. `pg_terminate_backend`) and a probe query every
 `probe_interval` seconds (a silently dead network path). When it is lost, the loop reconnects
-with jittered exponential backoff. Notifications sent while no connection was listening are gone
-for good, so every (re)connect calls `on_connected`, which runs a sweep.
+with jittered exponential backoff, whatever the error was. Notifications sent while no
+connection was listening are gone for good, so every (re)connect calls `on_connected`: the
+engine sweeps for unleased work and replays the resources it holds that changed meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import asyncpg
 from app.domain.kinds import KINDS
 from app.reconcile.queue import Backoff
 from app.store.leases import ResourceKey
+from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -57,6 +59,7 @@ class Doorbell:
         probe_interval: float = 5.0,
         probe_timeout: float = 2.0,
         backoff: Backoff | None = None,
+        application_name: str = "aicp doorbell",
     ) -> None:
         self._dsn = dsn
         self._on_key = on_key
@@ -64,34 +67,51 @@ class Doorbell:
         self.channel = channel
         self.probe_interval = probe_interval
         self.probe_timeout = probe_timeout
-        self._backoff = backoff or Backoff(base=0.1, cap=5.0)
+        # Capped low: while the connection is down, doorbells of held resources go unheard.
+        self._backoff = backoff or Backoff(base=0.1, cap=2.0)
+        self.application_name = application_name  # how pg_stat_activity names the listener
         self.listening = asyncio.Event()
         self.connects = 0
+        self.failures = 0  # consecutive, reset once a connection listens
         self.backend_pid: int | None = None
 
     async def run(self) -> None:
-        """Listen forever, reconnecting after every loss."""
-        failures = 0
+        """Listen forever, reconnecting after every loss.
+
+        Every failure of a connection attempt or of a live connection ends in the same place,
+        whatever its class (OSError, TimeoutError, any asyncpg error, including the ones a
+        connection cut again right after it reconnected raises from `add_listener`): a warning
+        with the count of consecutive failures, and a jittered backoff before the next try.
+        Only cancellation ends the loop.
+        """
+        self.failures = 0
         while True:
+            conn: asyncpg.Connection[Any] | None = None
             try:
-                conn = await asyncpg.connect(self._dsn, timeout=self.probe_timeout * 2)
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                failures += 1
-                delay = self._backoff.delay(failures)
-                log.warning("doorbell cannot connect (%s); retrying in %.2fs", exc, delay)
-                await asyncio.sleep(delay)
-                continue
-            try:
+                conn = await asyncpg.connect(
+                    self._dsn,
+                    timeout=self.probe_timeout * 2,
+                    server_settings={"application_name": self.application_name},
+                )
                 await self._listen(conn)
-                failures = 0
-            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("doorbell connection lost: %s", exc)
+                cause = "closed by the server"
+            except Exception as exc:
+                cause = f"{type(exc).__name__}: {exc}"
             finally:
                 self.listening.clear()
                 self.backend_pid = None
-                await self._close(conn)
-            failures += 1
-            await asyncio.sleep(self._backoff.delay(failures))
+                if conn is not None:
+                    await self._close(conn)
+            self.failures += 1
+            delay = self._backoff.delay(self.failures)
+            log.warning(
+                "doorbell connection lost or refused (%s); reconnecting in %.2fs "
+                "(%d consecutive failures)",
+                cause,
+                delay,
+                self.failures,
+            )
+            await asyncio.sleep(delay)
 
     async def _listen(self, conn: asyncpg.Connection[Any]) -> None:
         """LISTEN on `conn` until it is terminated or a probe fails."""
@@ -100,6 +120,7 @@ class Doorbell:
         await conn.add_listener(self.channel, self._notified)
         self.backend_pid = conn.get_server_pid()
         self.connects += 1
+        self.failures = 0
         self.listening.set()
         log.info("doorbell listening on %s (connect #%d)", self.channel, self.connects)
         # Anything rung while nobody listened is lost: let the sweep look now.
@@ -108,8 +129,7 @@ class Doorbell:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(lost.wait(), self.probe_interval)
                 break
-            await conn.fetchval("SELECT 1", timeout=self.probe_timeout)
-        log.warning("doorbell connection closed by the server")
+            await conn.fetchval(QUERIES["ping"], timeout=self.probe_timeout)
 
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: object) -> None:
         key = parse_payload(str(payload))
@@ -124,5 +144,5 @@ class Doorbell:
             return
         try:
             await asyncio.wait_for(conn.close(), 2.0)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        except Exception:  # already broken: drop it without the goodbye
             conn.terminate()

@@ -5,8 +5,11 @@
     sweeper (every interval) ──────────┘                ▲
     lease keeper (every ttl/3) ── renew / drop ─────────┘
 
-Every background task is named and held here. `start()` waits until the doorbell listens, so a
-NOTIFY committed after `start()` returns is heard. A supervisor watches the root tasks: if one
+Every background task is named and held here. `start()` first expires the leases a dead
+earlier incarnation of this same instance id left behind (a container restarted under its pod
+name), then waits until the doorbell listens, so a NOTIFY committed after `start()` returns is
+heard. While the database refuses connections, start retries for up to `start_timeout`
+seconds, then raises. A supervisor watches the root tasks: if one
 ends while the engine is running (a bug — each loop handles its own errors), it stops them all
 and records the failure in `failure`; `wait_closed()` returns then.
 
@@ -20,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from app.reconcile.claiming import Claimer, Sweeper
@@ -30,6 +34,7 @@ from app.reconcile.metrics import PrometheusObserver
 from app.reconcile.queue import Backoff, WorkQueue
 from app.reconcile.workers import Workers
 from app.store import leases
+from app.store.db import UNAVAILABLE_ERRORS
 from app.store.leases import ResourceKey
 
 if TYPE_CHECKING:
@@ -67,8 +72,11 @@ class NewLease:
 class EngineConfig:
     """How one replica's engine runs (docs/DESIGN.md §9 names the environment variables)."""
 
-    instance_id: str  # the lease owner; unique per running process
+    instance_id: str  # the lease owner; unique among running processes (a pod name)
     dsn: str  # for the dedicated LISTEN connection
+    # This run of the process under `instance_id`: its leases are told apart from those of a
+    # dead predecessor with the same id.
+    incarnation: str = field(default_factory=lambda: secrets.token_hex(8))
     lease_ttl: float = 15.0
     sweep_interval: float = 1.0
     workers: int = 16
@@ -76,7 +84,7 @@ class EngineConfig:
     probe_interval: float = 5.0
     retry_base: float = 0.05
     retry_cap: float = 60.0
-    start_timeout: float = 10.0
+    start_timeout: float = 60.0  # start retries while the database refuses, this long at most
     step_timeout: float = 120.0  # a step still running after this is cancelled and retried
 
 
@@ -92,7 +100,9 @@ class Reconciler:
         self.queue: WorkQueue[ResourceKey] = WorkQueue(
             Backoff(base=config.retry_base, cap=config.retry_cap)
         )
-        self.book = LeaseBook(config.instance_id, config.lease_ttl, self._on_drop)
+        self.book = LeaseBook(
+            config.instance_id, config.lease_ttl, self._on_drop, incarnation=config.incarnation
+        )
         self.keeper = LeaseKeeper(db, self.book)
         self.claimer = Claimer(db, self.book, self._on_granted)
         self.sweeper = Sweeper(
@@ -102,12 +112,14 @@ class Reconciler:
             interval=config.sweep_interval,
             batch=config.sweep_batch,
             on_lag=self._observer.lag,
+            on_replay=self._on_replay,
         )
         self.doorbell = Doorbell(
             config.dsn,
             self._on_doorbell,
-            self.sweeper.kick,
+            self._on_listening,
             probe_interval=config.probe_interval,
+            application_name=f"aicp doorbell {config.instance_id}"[:63],
         )
         self.workers = Workers(
             self.queue,
@@ -144,10 +156,12 @@ class Reconciler:
         """Queue the resource if this replica holds its lease (informer handlers: no I/O).
 
         Returns False, doing nothing, for a resource leased elsewhere or by nobody: its owner
-        sees the same event.
+        sees the same event. A lease in the book whose local trust has lapsed while its renewal
+        is on the way counts as held: the event must not be lost, and the worker waits for the
+        renewal (or the drop) before it acts.
         """
         key = ResourceKey(kind, resource_id)
-        if not self.book.holds(key):
+        if not self.book.knows(key):
             return False
         self.queue.add(key)
         return True
@@ -160,6 +174,13 @@ class Reconciler:
         """
         self._on_doorbell(ResourceKey(kind, resource_id))
 
+    def retry_failed_now(self) -> None:
+        """A dependency came back (the Kubernetes API answers again): retry now every resource
+        waiting out a failure backoff instead of at its (by then long) next attempt."""
+        count = self.queue.retry_failed_now()
+        if count:
+            log.info("retrying %d resources now that the Kubernetes API answers again", count)
+
     async def lease_new(self, conn: Connection, kind: Kind, resource_id: UUID) -> NewLease | None:
         """In the API transaction that creates a resource: lease it to this replica, instead of
         ringing the doorbell (docs/DESIGN.md §5). Call `lease_committed` once the transaction has
@@ -168,7 +189,13 @@ class Reconciler:
         """
         key = ResourceKey(kind, resource_id)
         sent = self.book.now()
-        grant = await leases.take_new(conn, key, owner=self.owner, ttl=self.config.lease_ttl)
+        grant = await leases.take_new(
+            conn,
+            key,
+            owner=self.owner,
+            ttl=self.config.lease_ttl,
+            incarnation=self.config.incarnation,
+        )
         return None if grant is None else NewLease(grant, sent)
 
     def lease_committed(self, lease: NewLease) -> None:
@@ -178,15 +205,25 @@ class Reconciler:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start every task; return once the doorbell listens. Raises TimeoutError otherwise."""
+        """Start every task; return once the doorbell listens. Retries while the database
+        refuses; raises TimeoutError after `start_timeout` seconds without success."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.start_timeout
+        await self._release_predecessors(deadline)
         self._intake = [
             self._spawn(self.doorbell.run(), "reconcile-doorbell"),
             self._spawn(self.claimer.run(), "reconcile-claimer"),
         ]
         try:
-            await asyncio.wait_for(self.doorbell.listening.wait(), self.config.start_timeout)
+            await asyncio.wait_for(self.doorbell.listening.wait(), max(0.0, deadline - loop.time()))
         except TimeoutError:
             await self._cancel(self._intake)
+            log.error(
+                "reconcile engine %s could not listen within %.0fs (%d failed connections)",
+                self.owner,
+                self.config.start_timeout,
+                self.doorbell.failures,
+            )
             raise
         self._keeper = self._spawn(self.keeper.run(), "reconcile-lease-keeper")
         self._workers = [
@@ -196,6 +233,34 @@ class Reconciler:
         self._intake.append(self._spawn(self.sweeper.run(), "reconcile-sweeper"))
         self._supervisor = self._spawn(self._supervise(), "reconcile-supervisor")
         log.info("reconcile engine %s started with %d workers", self.owner, self.config.workers)
+
+    async def _release_predecessors(self, deadline: float) -> None:
+        """Expire what a dead incarnation of this owner still holds, retrying until `deadline`
+        while the database is unavailable."""
+        loop = asyncio.get_running_loop()
+        attempt = 0
+        while True:
+            try:
+                released = await leases.release_predecessors(
+                    self._db.pool, owner=self.owner, incarnation=self.config.incarnation
+                )
+            except UNAVAILABLE_ERRORS as exc:
+                attempt += 1
+                delay = min(2.0, self.queue.backoff.delay(attempt) + 0.1)
+                if loop.time() + delay > deadline:
+                    raise TimeoutError(f"the database stayed unavailable: {exc!r}") from exc
+                log.warning(
+                    "engine start: database unavailable (%s: %s; attempt %d); retrying in %.2fs",
+                    type(exc).__name__,
+                    exc,
+                    attempt,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                continue
+            if released:
+                log.info("expired %d leases left by an earlier run of %s", released, self.owner)
+            return
 
     async def stop(self, grace: float = 10.0) -> None:
         """Graceful stop (see the module docstring). Safe to call more than once."""
@@ -278,6 +343,18 @@ class Reconciler:
             self.queue.add(key)
         else:
             self.claimer.ring(key)
+
+    def _on_listening(self) -> None:
+        # The first connection missed nothing this replica held (what the API leased to it
+        # meanwhile is queued directly); after a gap, held resources may have changed unheard.
+        if self.doorbell.connects > 1:
+            self.sweeper.reconnected()
+        else:
+            self.sweeper.kick()
+
+    def _on_replay(self, keys: list[ResourceKey]) -> None:
+        for key in keys:
+            self.queue.add(key)
 
     def _on_granted(self, grants: list[Grant], sent: float) -> None:
         for key in self.book.granted(grants, sent):

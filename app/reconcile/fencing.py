@@ -14,19 +14,29 @@ Several statements that must commit together (finalization: tombstone, lease del
 delete) run in `fenced_transaction`, which first locks the lease row so no peer can take it
 over before the transaction ends. `fenced_fetch`/`fenced_fetchrow`/`fenced_execute` run one
 fenced statement and raise `LeaseLost` on zero rows.
+
+Kubernetes writes cannot carry the lease predicate, so each one runs under `kube_fenced(fence)`:
+the lease is checked immediately before the call, and the time the lease is still trusted
+bounds the call (a replica that froze — a long GC pause, a stopped VM — and resumed after its
+lease moved raises `LeaseLost` instead of writing). What a pause *between* that check and the
+request could still let through is caught by the cluster itself: Jobs are created, never
+applied over (a stale create gets 409), and updates carry a precondition on the object's uid
+or resourceVersion as it was read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from app.reconcile.errors import LeaseLost
 from app.store import leases
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from uuid import UUID
 
     import asyncpg
@@ -36,13 +46,26 @@ if TYPE_CHECKING:
     from app.store.leases import ResourceKey
 
 
+#: A side effect is not started with less lease left than this: the request needs time to land.
+MIN_SIDE_EFFECT_SECONDS = 0.5
+
+
+def _unbounded() -> float:
+    return math.inf
+
+
 @dataclass(frozen=True, slots=True)
 class Fence:
-    """The lease a reconcile step runs under: pass it to every fenced write."""
+    """The lease a reconcile step runs under: pass it to every fenced write.
+
+    `remaining()` is how many more seconds this replica trusts the lease (by its own clock,
+    pessimistically: see `LeaseBook`); 0 once it lapsed or moved.
+    """
 
     key: ResourceKey
     owner: str
     epoch: int
+    remaining: Callable[[], float] = field(default=_unbounded, compare=False, repr=False)
 
     @property
     def kind(self) -> Kind:
@@ -59,6 +82,23 @@ class Fence:
     def lost(self, detail: str = "") -> LeaseLost:
         """The exception to raise when a fenced write of this step found no row."""
         return LeaseLost(self.key, detail)
+
+
+@contextlib.asynccontextmanager
+async def kube_fenced(fence: Fence, what: str = "Kubernetes write") -> AsyncIterator[None]:
+    """Around one Kubernetes side effect: check the lease now, and bound the call by the time
+    it is still trusted. Raises `LeaseLost` when too little is left, or when the bound ran out
+    (the request may or may not have landed; the next owner's reads settle which)."""
+    left = fence.remaining()
+    if left < MIN_SIDE_EFFECT_SECONDS:
+        raise fence.lost(f"{what} not sent: {left:.2f}s of lease left")
+    try:
+        async with asyncio.timeout(left):
+            yield
+    except TimeoutError as exc:
+        if fence.remaining() > 0:
+            raise
+        raise fence.lost(f"{what} outlived the lease") from exc
 
 
 async def fenced_fetch(

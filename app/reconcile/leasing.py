@@ -43,8 +43,16 @@ class _Hold:
 class LeaseBook:
     """The leases this replica believes it holds, each trusted until a local deadline."""
 
-    def __init__(self, owner: str, ttl: float, on_drop: Callable[[ResourceKey], None]) -> None:
+    def __init__(
+        self,
+        owner: str,
+        ttl: float,
+        on_drop: Callable[[ResourceKey], None],
+        *,
+        incarnation: str = "",
+    ) -> None:
         self.owner = owner
+        self.incarnation = incarnation  # this process's run under `owner` (see leases.py)
         self.ttl = ttl
         self._on_drop = on_drop
         self._holds: dict[ResourceKey, _Hold] = {}
@@ -100,17 +108,30 @@ class LeaseBook:
         if self._holds.pop(key, None) is not None:
             self._on_drop(key)
 
+    def knows(self, key: ResourceKey) -> bool:
+        """True while `key` is in the book, trusted or not (see `holds`): not yet dropped."""
+        return key in self._holds
+
     def holds(self, key: ResourceKey) -> bool:
         """True while this replica may act on `key`."""
         hold = self._holds.get(key)
         return hold is not None and hold.valid_until > self.now()
+
+    def remaining(self, key: ResourceKey, epoch: int) -> float:
+        """Seconds this replica may still act on `key` at `epoch` (0 when not held, or held at
+        another epoch): what bounds a side effect taken under that lease."""
+        hold = self._holds.get(key)
+        if hold is None or hold.epoch != epoch:
+            return 0.0
+        return max(0.0, hold.valid_until - self.now())
 
     def fence(self, key: ResourceKey) -> Fence | None:
         """The fence to run `key`'s step under, or None when not (or no longer) held."""
         hold = self._holds.get(key)
         if hold is None or hold.valid_until <= self.now():
             return None
-        return Fence(key, self.owner, hold.epoch)
+        epoch = hold.epoch
+        return Fence(key, self.owner, epoch, lambda: self.remaining(key, epoch))
 
     def counts(self) -> dict[Kind, int]:
         """Holds per kind, every kind present."""
@@ -133,7 +154,7 @@ class LeaseKeeper:
     flight: a claim whose result is not booked yet, or a release not yet executed. Both settle
     within one interval. A lease still unknown at the next renewal has no such excuse (the
     claim's answer was lost with its connection, the book gave up on it after a stalled
-    renewal, or a process restarted under the same owner): it is released, so the sweep can
+    renewal): it is released, so the sweep can
     hand it to someone who will work on it. Booking it instead could act on a lease whose
     release is in flight.
     """
@@ -144,22 +165,42 @@ class LeaseKeeper:
         self.interval = book.ttl / 3
         self._unknown: set[ResourceKey] = set()
         self.strays_released = 0
+        self.failures = 0  # consecutive failed renewals
 
     async def run(self) -> None:
-        """Renew forever; a failed renewal is logged and retried at the next tick."""
+        """Renew forever; a failed renewal is a warning (with the count of consecutive ones)
+        and is retried at the next tick. Holds lapse at their local deadline meanwhile; when
+        that happens it is an error: this replica has stopped working on them."""
         while True:
             await asyncio.sleep(self.interval)
             try:
                 await self.renew_once()
-            except Exception:
-                log.exception("lease renewal failed; holds lapse at their local deadline")
-            self._book.expire_stale()
+                self.failures = 0
+            except Exception as exc:
+                self.failures += 1
+                log.warning(
+                    "lease renewal failed (%s: %s; %d in a row); retrying in %.1fs",
+                    type(exc).__name__,
+                    exc,
+                    self.failures,
+                    self.interval,
+                )
+            lapsed = self._book.expire_stale()
+            if lapsed:
+                log.error(
+                    "%d leases lapsed after %d failed renewals; peers take them over",
+                    len(lapsed),
+                    self.failures,
+                )
 
     async def renew_once(self) -> None:
         """One renewal statement; drop what is missing, release what stays unknown."""
         seq = self._book.next_seq()
         sent = self._book.now()
-        grants = await leases.renew_all(self._db.pool, owner=self._book.owner, ttl=self._book.ttl)
+        book = self._book
+        grants = await leases.renew_all(
+            self._db.pool, owner=book.owner, ttl=book.ttl, incarnation=book.incarnation
+        )
         unknown = self._book.renewed(grants, sent, seq)
         strays = [g for g in unknown if g.key in self._unknown]
         self._unknown = {g.key for g in unknown} - {g.key for g in strays}
@@ -177,7 +218,10 @@ class LeaseKeeper:
 
     async def release_all(self) -> int:
         """Shutdown: expire every lease of this owner and ring for each; forget them locally."""
-        released = await leases.release_all(self._db.pool, owner=self._book.owner)
+        book = self._book
+        released = await leases.release_all(
+            self._db.pool, owner=book.owner, incarnation=book.incarnation
+        )
         for key in self._book.held_keys():
             self._book.drop(key)
         return released

@@ -50,7 +50,7 @@ class WorkQueue(Generic[K]):
     """A deduplicating, per-key serialized queue of keys (see the module docstring)."""
 
     def __init__(self, backoff: Backoff | None = None) -> None:
-        self._backoff = backoff or Backoff()
+        self._backoff = self.backoff = backoff or Backoff()
         # `_ready` is the authority on what is queued; `_fifo` may hold stale duplicates of keys
         # that were dropped or already handed out, which `get()` skips.
         self._ready: set[K] = set()
@@ -104,6 +104,14 @@ class WorkQueue(Generic[K]):
         self._deferred.pop(key, None)
         self._failures.pop(key, None)
         self._cancel_timer(key)
+
+    def retry_failed_now(self) -> int:
+        """Queue now every key waiting out a failure backoff (what failed it is fixed, e.g. the
+        Kubernetes API answers again); the failure counts stay. Returns how many."""
+        due = [key for key in self._timers if self._failures.get(key)]
+        for key in due:
+            self.add(key)
+        return len(due)
 
     def close(self) -> None:
         """Stop handing out keys; every waiting `get()` raises `QueueClosed`."""

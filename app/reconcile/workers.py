@@ -9,10 +9,15 @@ state (the row, the informer caches), takes one corrective action, and says what
 - `Result.release()`: done, and this replica no longer needs the lease (the resource is
   finished or gone).
 
-An exception, or a step still running after `step_timeout`, retries the key with backoff;
+An exception, or a step still running after `step_timeout`, retries the key with backoff. A
+transient failure (the database or the Kubernetes API unavailable, throttled, timed out, or a
+write conflict) is a one-line warning with the attempt count; it becomes an error (with its
+traceback) once a key has kept failing for `ESCALATE_AFTER_SECONDS` — it keeps being retried
+at the capped backoff, but someone should look. Any other exception is a bug: an error at once.
 `TerminalError` is logged and counted, not retried; `LeaseLost` drops the key at once and
 nothing more is done for it here. A key whose lease is not (or no longer) held when it comes
-up is skipped: a fenced write would fail anyway.
+up is skipped (a fenced write would fail anyway), or looked at again shortly when the lease is
+still booked and only its renewal is late.
 """
 
 from __future__ import annotations
@@ -23,9 +28,12 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from app.domain.errors import ServiceUnavailable
+from app.kube.errors import KubeError
 from app.observability.logs import resource_var
 from app.reconcile.errors import LeaseLost, TerminalError
 from app.reconcile.queue import QueueClosed
+from app.store.db import is_unavailable
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -38,6 +46,22 @@ if TYPE_CHECKING:
     from app.store.leases import ResourceKey
 
 log = logging.getLogger(__name__)
+
+#: A key whose lease is booked but not trusted right now (renewal pending) is retried this soon.
+UNTRUSTED_RECHECK_SECONDS = 0.25
+
+#: How long one key may keep failing transiently before it is logged as an error: well past any
+#: brief outage (an apiserver restart, a database failover) and any burst of throttling.
+ESCALATE_AFTER_SECONDS = 300.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for failures that retrying is expected to cure (see the module docstring)."""
+    if isinstance(exc, (ServiceUnavailable, TimeoutError)) or is_unavailable(exc):
+        return True
+    if isinstance(exc, KubeError):
+        return exc.code in (0, 409, 429) or exc.code >= 500
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +130,9 @@ class Workers:
             "workload": _no_op,
         }
         self.busy = 0
+        # Key → when it started failing (monotonic), while its failures are consecutive.
+        self._failing_since: dict[ResourceKey, float] = {}
+        self._escalated: set[ResourceKey] = set()
 
     def register(self, kind: Kind, fn: ReconcileFn) -> None:
         """Use `fn` as the step for every resource of `kind`."""
@@ -128,6 +155,11 @@ class Workers:
         """Run `key`'s step once and settle the key in the queue according to the outcome."""
         fence = self._book.fence(key)
         if fence is None:
+            if self._book.knows(key):
+                # Booked, but its local trust lapsed with a renewal still to come: look again
+                # shortly (a renewal extends it; a drop forgets the key and its timer).
+                self._queue.done(key, requeue_after=UNTRUSTED_RECHECK_SECONDS)
+                return
             self._queue.done(key)
             self._queue.drop(key)
             return
@@ -153,13 +185,32 @@ class Workers:
             raise
         except Exception as exc:
             error = type(exc).__name__
-            log.exception("reconcile of %s failed (attempt %d)", key, self._queue.failures(key) + 1)
+            attempt = self._queue.failures(key) + 1
+            since = self._failing_since.setdefault(key, time.monotonic())
+            failing_for = time.monotonic() - since
+            if not is_transient(exc):
+                log.exception("reconcile of %s failed (attempt %d)", key, attempt)
+            elif failing_for < ESCALATE_AFTER_SECONDS or key in self._escalated:
+                log.warning("reconcile of %s failed (attempt %d), retrying: %s", key, attempt, exc)
+            else:
+                self._escalated.add(key)
+                log.error(
+                    "reconcile of %s still failing after %d attempts in %.0fs; retrying at the "
+                    "capped backoff",
+                    key,
+                    attempt,
+                    failing_for,
+                    exc_info=exc,
+                )
             self._queue.done(key, failed=True)
         else:
             outcome = "requeue" if result.requeue_after is not None else "done"
             await self._settle(key, result)
         finally:
             resource_var.reset(resource)
+            if outcome != "error":  # the failures in a row, if any, are over
+                self._failing_since.pop(key, None)
+                self._escalated.discard(key)
             if self._observer is not None:
                 elapsed = time.perf_counter() - started
                 self._observer.step_finished(key.kind, outcome, elapsed, error)
@@ -173,8 +224,8 @@ class Workers:
             self._queue.drop(key)
             try:
                 await self._release(key)
-            except Exception:
+            except Exception as exc:
                 # Already forgotten locally; the lease row simply runs out its TTL.
-                log.exception("releasing the lease of %s failed", key)
+                log.warning("releasing the lease of %s failed (%s); it runs out its TTL", key, exc)
             return
         self._queue.done(key, requeue_after=result.requeue_after)

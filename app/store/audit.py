@@ -39,8 +39,12 @@ async def record_event(
     actor: str,
     reason: EventReason | None = None,
     generation: int | None = None,
+    once_key: str | None = None,
 ) -> None:
-    """Append one event row (``type`` such as ``Accepted``, ``SpecUpdated``, ``Revoked``)."""
+    """Append one event row (``type`` such as ``Accepted``, ``SpecUpdated``, ``Revoked``).
+
+    With ``once_key``, the row records a fact that happens once per resource: if a row with the
+    same key exists for the resource, nothing is appended."""
     await conn.execute(
         QUERIES["insert_event"],
         project_id,
@@ -52,6 +56,7 @@ async def record_event(
         message,
         generation,
         actor,
+        once_key,
     )
 
 

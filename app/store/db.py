@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
@@ -32,7 +34,11 @@ else:  # asyncpg's classes are not subscriptable at runtime
     Connection = asyncpg.Connection
     Pool = asyncpg.Pool
 
-# Errors that mean "the database is not there" rather than "the statement is wrong".
+# Errors that mean "the database is not there (or not now)" rather than "the statement is
+# wrong": the connection was refused or cut (asyncpg's `InternalClientError` when the protocol
+# broke mid-message), or a bound below (lock wait, statement, idle transaction) was reached.
+# asyncpg's `InterfaceError` is one too when a connection was closed under a transaction — but
+# it also means caller bugs (a wrong argument count), so `is_unavailable` looks at its message.
 UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     asyncio.TimeoutError,
@@ -41,7 +47,24 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.TooManyConnectionsError,
     asyncpg.ConnectionDoesNotExistError,
     asyncpg.AdminShutdownError,
+    asyncpg.InternalClientError,
+    asyncpg.LockNotAvailableError,
+    asyncpg.QueryCanceledError,
+    asyncpg.IdleInTransactionSessionTimeoutError,
 )
+
+_MAYBE_UNAVAILABLE: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.InterfaceError)
+_CLOSED_MESSAGES = ("connection is closed", "connection was closed", "pool is closing")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """True when `exc` says the database is unavailable (see `UNAVAILABLE_ERRORS`)."""
+    if isinstance(exc, UNAVAILABLE_ERRORS):
+        return True
+    return isinstance(exc, asyncpg.InterfaceError) and any(
+        text in str(exc) for text in _CLOSED_MESSAGES
+    )
+
 
 # While connecting, a server error (database does not exist, auth failed, too many clients)
 # also means "unavailable": no statement of ours has run yet.
@@ -53,8 +76,43 @@ _UNSTORABLE_TEXT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.UntranslatableCharacterError,
 )
 
+log = logging.getLogger(__name__)
+
 ACQUIRE_TIMEOUT_SECONDS = 5.0
 CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionBounds:
+    """How long any one session may wait or sit (set on every connection as server settings).
+
+    A replica frozen inside a transaction (a long GC pause, a stopped VM, SIGSTOP) keeps its row
+    locks until the server ends its session: `idle_in_transaction` bounds that, and must stay
+    well below the lease TTL so a frozen owner's transaction is rolled back before a peer could
+    take its leases over. `lock` bounds how long a healthy replica (or an API request) queues
+    behind such locks: past it the statement fails (503 for a request, a retry for a step).
+    TCP keepalives let the server notice a client whose host vanished.
+    """
+
+    idle_in_transaction: float = 5.0
+    lock: float = 3.0
+    statement: float = 30.0
+    keepalive_idle: int = 10
+    keepalive_interval: int = 5
+    keepalive_count: int = 3
+
+    def server_settings(self) -> dict[str, str]:
+        return {
+            "idle_in_transaction_session_timeout": str(int(self.idle_in_transaction * 1000)),
+            "lock_timeout": str(int(self.lock * 1000)),
+            "statement_timeout": str(int(self.statement * 1000)),
+            "tcp_keepalives_idle": str(self.keepalive_idle),
+            "tcp_keepalives_interval": str(self.keepalive_interval),
+            "tcp_keepalives_count": str(self.keepalive_count),
+        }
+
+
+DEFAULT_BOUNDS = SessionBounds()
 
 
 async def _init_connection(conn: Connection) -> None:
@@ -91,21 +149,47 @@ class Database:
         self.size = size
 
     @classmethod
-    async def connect(cls, url: str, *, size: int = 10) -> Database:
-        """Open the pool; raise ``StoreUnavailable`` when the server does not answer."""
-        try:
-            pool = await asyncpg.create_pool(
-                url,
-                min_size=min(2, size),
-                max_size=size,
-                init=_init_connection,
-                reset=_keep_session,
-                timeout=CONNECT_TIMEOUT_SECONDS,
-                command_timeout=30,
-            )
-        except UNAVAILABLE_ERRORS as exc:
-            raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
-        return cls(pool, url, size)
+    async def connect(
+        cls,
+        url: str,
+        *,
+        size: int = 10,
+        bounds: SessionBounds = DEFAULT_BOUNDS,
+        retry_for: float = 0.0,
+    ) -> Database:
+        """Open the pool; raise ``StoreUnavailable`` when the server does not answer — at once,
+        or after retrying with backoff for up to ``retry_for`` seconds (a process starting
+        while the database restarts should wait for it, not exit)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + retry_for
+        attempt = 0
+        while True:
+            try:
+                pool = await asyncpg.create_pool(
+                    url,
+                    min_size=min(2, size),
+                    max_size=size,
+                    init=_init_connection,
+                    reset=_keep_session,
+                    timeout=CONNECT_TIMEOUT_SECONDS,
+                    command_timeout=bounds.statement + 5,
+                    server_settings=bounds.server_settings(),
+                )
+            except UNAVAILABLE_ERRORS as exc:
+                attempt += 1
+                delay = min(2.0, 0.1 * 2**attempt)
+                if loop.time() + delay > deadline:
+                    raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
+                log.warning(
+                    "cannot connect to the database (%s: %s; attempt %d); retrying in %.1fs",
+                    type(exc).__name__,
+                    exc,
+                    attempt,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                continue
+            return cls(pool, url, size)
 
     async def close(self) -> None:
         await self.pool.close()
@@ -125,12 +209,14 @@ class Database:
         try:
             async with conn.transaction():
                 yield conn
-        except UNAVAILABLE_ERRORS as exc:
+        except _MAYBE_UNAVAILABLE as exc:
+            if not is_unavailable(exc):
+                raise
             raise StoreUnavailable() from exc
         except _UNSTORABLE_TEXT_ERRORS as exc:
             raise UnstorableText() from exc
         finally:
-            await self.pool.release(conn)
+            await self._release(conn)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
@@ -138,12 +224,22 @@ class Database:
         conn = await self._acquire()
         try:
             yield conn
-        except UNAVAILABLE_ERRORS as exc:
+        except _MAYBE_UNAVAILABLE as exc:
+            if not is_unavailable(exc):
+                raise
             raise StoreUnavailable() from exc
         except _UNSTORABLE_TEXT_ERRORS as exc:
             raise UnstorableText() from exc
         finally:
+            await self._release(conn)
+
+    async def _release(self, conn: PoolConnectionProxy[asyncpg.Record]) -> None:
+        """Back to the pool; a connection that broke is discarded by asyncpg, whatever it raises."""
+        try:
             await self.pool.release(conn)
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
 
     async def ping(self) -> bool:
         """True when the database answers a trivial query within a second."""

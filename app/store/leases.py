@@ -2,8 +2,9 @@
 
 Each function runs exactly one named statement from `sql/queries.sql` (section "reconcile
 engine"); the lease predicate lives inside the statement, so there is no read-then-write window.
-A lease is `(kind, resource_id) -> (owner, epoch, expires_at)`; `epoch` grows by one every time
-the owner changes, and fenced writes compare it.
+A lease is `(kind, resource_id) -> (owner, incarnation, epoch, expires_at)`; `epoch` grows by
+one every time the owner (or its incarnation: one process run under that owner name) changes,
+and fenced writes compare it.
 
 Times are the database's (`now()`), never this process's clock: replicas need not agree on time.
 """
@@ -54,6 +55,7 @@ async def claim(
     *,
     owner: str,
     ttl: float,
+    incarnation: str = "",
 ) -> list[Grant]:
     """Take (or extend) the leases of `keys`; return those won. Missing: a live peer holds it,
     or the resource no longer exists. Duplicate keys are folded before the statement."""
@@ -66,13 +68,16 @@ async def claim(
         [k.id for k in unique],
         owner,
         ttl,
+        incarnation,
     )
     return _grants(rows)
 
 
-async def take_new(db: Db, key: ResourceKey, *, owner: str, ttl: float) -> Grant | None:
+async def take_new(
+    db: Db, key: ResourceKey, *, owner: str, ttl: float, incarnation: str = ""
+) -> Grant | None:
     """In the transaction creating `key`'s resource: lease it to `owner`. None: already leased."""
-    epoch = await db.fetchval(QUERIES["lease_take_new"], key.kind, key.id, owner, ttl)
+    epoch = await db.fetchval(QUERIES["lease_take_new"], key.kind, key.id, owner, ttl, incarnation)
     return None if epoch is None else Grant(key, epoch)
 
 
@@ -82,9 +87,10 @@ async def claim_due(
     owner: str,
     ttl: float,
     batch: int,
+    incarnation: str = "",
 ) -> list[Grant]:
     """The sweep: claim up to `batch` resources per kind that need work and have no live lease."""
-    return _grants(await db.fetch(QUERIES["lease_claim_due"], owner, ttl, batch))
+    return _grants(await db.fetch(QUERIES["lease_claim_due"], owner, ttl, batch, incarnation))
 
 
 async def renew_all(
@@ -92,9 +98,11 @@ async def renew_all(
     *,
     owner: str,
     ttl: float,
+    incarnation: str = "",
 ) -> list[Grant]:
-    """Extend every live lease of `owner`; the result is exactly the set still held."""
-    return _grants(await db.fetch(QUERIES["lease_renew_all"], owner, ttl))
+    """Extend every live lease of `owner`'s `incarnation`; the result is exactly the set still
+    held."""
+    return _grants(await db.fetch(QUERIES["lease_renew_all"], owner, ttl, incarnation))
 
 
 async def release(
@@ -114,10 +122,24 @@ async def release_all(
     db: Db,
     *,
     owner: str,
+    incarnation: str = "",
 ) -> int:
-    """Expire every live lease of `owner` and ring the doorbell for each; return how many."""
-    released = await db.fetchval(QUERIES["lease_release_all"], owner)
+    """Expire every live lease of `owner`'s `incarnation` and ring the doorbell for each; return
+    how many."""
+    released = await db.fetchval(QUERIES["lease_release_all"], owner, incarnation)
     return int(released or 0)
+
+
+async def release_predecessors(db: Db, *, owner: str, incarnation: str) -> int:
+    """At start: expire (and ring for) the live leases of `owner`'s earlier, dead incarnations."""
+    released = await db.fetchval(QUERIES["lease_release_predecessors"], owner, incarnation)
+    return int(released or 0)
+
+
+async def held_changed(db: Db, *, owner: str, incarnation: str) -> list[ResourceKey]:
+    """The held resources whose spec changed or whose deletion was requested since last seen."""
+    rows = await db.fetch(QUERIES["leases_held_changed"], owner, incarnation)
+    return [ResourceKey(r["kind"], r["resource_id"]) for r in rows]
 
 
 async def lock_fenced(conn: Connection, grant: Grant, *, owner: str) -> bool:

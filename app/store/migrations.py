@@ -55,6 +55,8 @@ async def migrate(db: Database, directory: Path = MIGRATIONS_DIR) -> list[int]:
     migrations = discover(directory)
     applied: list[int] = []
     async with db.connection() as conn:
+        # Unbounded while migrating: a peer's migrations may hold the lock for a while.
+        await conn.execute(QUERIES["migrations_unbounded"])
         # Session-level lock: held across the per-migration transactions below.
         await conn.execute(QUERIES["migrations_lock"], MIGRATION_LOCK_KEY)
         try:
@@ -72,4 +74,5 @@ async def migrate(db: Database, directory: Path = MIGRATIONS_DIR) -> list[int]:
                 applied.append(migration.version)
         finally:
             await conn.execute(QUERIES["migrations_unlock"], MIGRATION_LOCK_KEY)
+            await conn.execute(QUERIES["migrations_bounded"])
     return applied

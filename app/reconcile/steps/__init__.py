@@ -43,4 +43,5 @@ def install_steps(
     engine.register("pool", PoolStep(ctx))
     engine.register("workload", WorkloadStep(ctx))
     informers.on_change(EventRouter(engine, informers, ctx.routes))
+    informers.on_recovered(engine.retry_failed_now)
     return ctx

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.domain.events import EventReason, EventType
 from app.domain.states import WorkloadState
 from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
 from app.reconcile.steps.routing import PoolRoutes
@@ -22,8 +23,9 @@ from app.store.audit import record_event
 if TYPE_CHECKING:
     import uuid
 
-    from app.domain.events import EventReason, EventType
     from app.domain.kinds import Kind
+    from app.domain.kube_objects import Manifest
+    from app.domain.render.inputs import JobIdentity
     from app.domain.states import ResourceState
     from app.kube.client import KubeClient
     from app.kube.informers import Informers
@@ -41,11 +43,33 @@ GAUGE_REFRESH_SECONDS = 15.0
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One event row to record with a status write."""
+    """One event row to record with a status write.
+
+    `once_key` names a fact that happens once per resource (see `job_created`): a second event
+    with the same key is not recorded, whichever replica or retry attempts it.
+    """
 
     type: EventType
     message: str
     reason: EventReason | None = None
+    once_key: str | None = None
+
+
+def job_created(identity: JobIdentity, generation: int, *, adopted: bool = False) -> Event:
+    """The `JobCreated` event of a generation: one per generation."""
+    message = (
+        f"Created Job {identity.job_name} in namespace {identity.namespace} for generation "
+        f"{generation}."
+    )
+    if adopted:
+        message += " Recorded by the replica that took over: its creator stopped first."
+    return Event(EventType.JOB_CREATED, message, once_key=f"JobCreated:{generation}")
+
+
+def evidence_recorded(job: Manifest, message: str) -> Event:
+    """The `EvidenceRecorded` event of one Job (by uid): one per Job."""
+    uid = (job.get("metadata") or {}).get("uid") or (job.get("metadata") or {}).get("name")
+    return Event(EventType.EVIDENCE_RECORDED, message, once_key=f"EvidenceRecorded:{uid}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +147,7 @@ class StepContext:
             message=event.message,
             generation=generation,
             actor=self.actor,
+            once_key=event.once_key,
         )
 
     async def refresh_gauges(self) -> None:

@@ -25,8 +25,8 @@ from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.kube.apply import delete_job, get, remove_finalizer
 from app.kube.resources import JOBS
-from app.reconcile.fencing import delete_lease, fenced_transaction
-from app.reconcile.steps.context import Event, Subject
+from app.reconcile.fencing import delete_lease, fenced_transaction, kube_fenced
+from app.reconcile.steps.context import Event, Subject, evidence_recorded
 from app.reconcile.steps.drift import has_evidence_finalizer, subject_of
 from app.reconcile.steps.evidence import facts_for, identity_of, job_generation, observe, summary
 from app.reconcile.workers import Result
@@ -72,12 +72,16 @@ async def remove_jobs(
     for job in jobs:
         namespace, name = str(field(job, "metadata", "namespace")), name_of(job)
         if not is_terminating(job):
-            await delete_job(ctx.kube, namespace, name)
+            async with kube_fenced(fence, f"delete of Job {name}"):
+                await delete_job(ctx.kube, namespace, name, uid=field(job, "metadata", "uid"))
             log.info("workload %s/%s: deleting Job %s", row.project, row.name, name)
         elif has_evidence_finalizer(job):
             await _record_leaving(ctx, fence, row, spec, job)
             # Only after the evidence is recorded may the Job disappear.
-            await remove_finalizer(ctx.kube, JOBS, namespace, name, EVIDENCE_FINALIZER, current=job)
+            async with kube_fenced(fence, "finalizer removal"):
+                await remove_finalizer(
+                    ctx.kube, JOBS, namespace, name, EVIDENCE_FINALIZER, current=job
+                )
 
 
 async def _record_leaving(
@@ -96,7 +100,7 @@ async def _record_leaving(
         await ctx.record(
             conn,
             subject_of(row),
-            Event(EventType.EVIDENCE_RECORDED, summary(evidence, name_of(job))),
+            evidence_recorded(job, summary(evidence, name_of(job))),
             generation,
         )
 

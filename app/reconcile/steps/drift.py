@@ -22,8 +22,8 @@ from app.domain.render import declared_drift, render_job_metadata_only
 from app.kube.apply import apply, remove_finalizer
 from app.kube.resources import JOBS
 from app.observability.metrics import DRIFT_CORRECTIONS
-from app.reconcile.fencing import fenced_transaction
-from app.reconcile.steps.context import Event, Subject
+from app.reconcile.fencing import fenced_transaction, kube_fenced
+from app.reconcile.steps.context import Event, Subject, evidence_recorded
 from app.reconcile.steps.evidence import (
     PREVIOUS_ATTEMPTS,
     current_facts,
@@ -65,7 +65,12 @@ async def restore_job_metadata(
     found = declared_drift({"metadata": desired["metadata"]}, {"metadata": job.get("metadata")})
     if not found:
         return False
-    await apply(ctx.kube, desired, field_manager=JOB_METADATA_FIELD_MANAGER)
+    # Conditional on the Job as it was read: a writer acting on a stale view (a paused replica
+    # whose successor finished the Job and removed its finalizer) gets 409 instead of putting
+    # the finalizer back.
+    desired["metadata"]["resourceVersion"] = field(job, "metadata", "resourceVersion")
+    async with kube_fenced(fence, f"metadata of Job {identity.job_name}"):
+        await apply(ctx.kube, desired, field_manager=JOB_METADATA_FIELD_MANAGER)
     DRIFT_CORRECTIONS.labels("Job").inc()
     message = f"Restored Job {identity.job_name}: {'; '.join(found)}."
     log.info("drift corrected on workload %s/%s: %s", row.project, row.name, message)
@@ -100,7 +105,7 @@ async def job_deleted(
                 f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
                 "Job will replace it."
             )
-        events.append(Event(EventType.EVIDENCE_RECORDED, summary(classification.evidence, name)))
+        events.append(evidence_recorded(job, summary(classification.evidence, name)))
         written = await ctx.write_status(
             fence,
             subject_of(row),
@@ -114,9 +119,15 @@ async def job_deleted(
             return Result.done()  # the row moved on; the step runs again for what it is now
         log.info("workload %s/%s: Job %s deleted outside aicp", row.project, row.name, name)
     # Only now, after the fenced write landed, may the Job go.
-    await remove_finalizer(
-        ctx.kube, JOBS, field(job, "metadata", "namespace"), name, EVIDENCE_FINALIZER, current=job
-    )
+    async with kube_fenced(fence, "finalizer removal"):
+        await remove_finalizer(
+            ctx.kube,
+            JOBS,
+            field(job, "metadata", "namespace"),
+            name,
+            EVIDENCE_FINALIZER,
+            current=job,
+        )
     return Result.release() if settled else Result.done()
 
 

@@ -41,7 +41,7 @@ from app.domain.states import ResourceState
 from app.kube.apply import apply, delete, get
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 from app.observability.metrics import DRIFT_CORRECTIONS
-from app.reconcile.fencing import fenced_transaction
+from app.reconcile.fencing import fenced_transaction, kube_fenced
 from app.reconcile.steps.context import Event, Subject
 from app.reconcile.steps.deletion import finalize
 from app.reconcile.workers import Result
@@ -120,7 +120,7 @@ class PoolStep:
                 found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
-            queue = await self._apply(row, identity, binding, desired)
+            queue = await self._apply(fence, row, identity, binding, desired)
             if found:
                 for kind in found:
                     DRIFT_CORRECTIONS.labels(kind).inc()
@@ -173,14 +173,21 @@ class PoolStep:
         return found
 
     async def _apply(
-        self, row: PoolRow, identity: PoolIdentity, binding: BindingPut, desired: Manifest
+        self,
+        fence: Fence,
+        row: PoolRow,
+        identity: PoolIdentity,
+        binding: BindingPut,
+        desired: Manifest,
     ) -> Manifest:
         ctx = self.ctx
         async with ctx.db.transaction() as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
-            await apply(ctx.kube, render_resource_flavor(binding))
-        queue = await apply(ctx.kube, desired)
-        await apply(ctx.kube, render_local_queue(identity))
+            async with kube_fenced(fence, f"apply of ResourceFlavor {binding.flavor}"):
+                await apply(ctx.kube, render_resource_flavor(binding))
+        async with kube_fenced(fence, f"apply of the queues of pool {row.name}"):
+            queue = await apply(ctx.kube, desired)
+            await apply(ctx.kube, render_local_queue(identity))
         log.info("pool %s/%s generation %d: queues applied", row.project, row.name, row.generation)
         return queue
 
@@ -225,12 +232,14 @@ class PoolStep:
         self, fence: Fence, row: PoolRow, identity: PoolIdentity, binding: BindingPut
     ) -> Result:
         ctx = self.ctx
-        await delete(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
-        await delete(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+        async with kube_fenced(fence, f"delete of the queues of pool {row.name}"):
+            await delete(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
+            await delete(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
         async with fenced_transaction(ctx.db, fence) as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
             if await reconciling.flavor_other_users(conn, binding.flavor, row.id) == 0:
-                await delete(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
+                async with kube_fenced(fence, f"delete of ResourceFlavor {binding.flavor}"):
+                    await delete(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
         async with ctx.db.connection() as conn:
             in_use = await reconciling.pool_has_workloads(conn, row.id)
         if in_use or await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue):

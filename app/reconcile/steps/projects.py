@@ -21,6 +21,7 @@ from app.domain.render import render_namespace, render_priority_classes
 from app.domain.states import ResourceState
 from app.kube.apply import apply, delete, get
 from app.kube.resources import NAMESPACES
+from app.reconcile.fencing import kube_fenced
 from app.reconcile.steps.context import Event, Subject
 from app.reconcile.steps.deletion import finalize
 from app.reconcile.workers import Result
@@ -60,12 +61,14 @@ class ProjectStep:
             return await self._delete(fence, row)
         if not ctx.priority_classes_applied:
             for manifest in render_priority_classes():
-                await apply(ctx.kube, manifest)
+                async with kube_fenced(fence, "apply of the priority classes"):
+                    await apply(ctx.kube, manifest)
             ctx.priority_classes_applied = True
         namespace = namespace_for(row.name)
         if row.observed_generation == row.generation and row.state == ResourceState.READY:
             return Result.release()
-        await apply(ctx.kube, render_namespace(row.name))
+        async with kube_fenced(fence, f"apply of namespace {namespace}"):
+            await apply(ctx.kube, render_namespace(row.name))
         reason = f"Namespace {namespace} is ready for the project's pools and workloads."
         events = [Event(EventType.READY, reason)] if row.state != ResourceState.READY else []
         written = await ctx.write_status(
@@ -87,7 +90,8 @@ class ProjectStep:
             if await reconciling.project_has_children(conn, row.id):
                 return Result.requeue(DELETION_RECHECK_SECONDS)
         namespace = namespace_for(row.name)
-        await delete(ctx.kube, NAMESPACES, None, namespace)
+        async with kube_fenced(fence, f"delete of namespace {namespace}"):
+            await delete(ctx.kube, NAMESPACES, None, namespace)
         if await get(ctx.kube, NAMESPACES, None, namespace) is not None:
             return Result.requeue(DELETION_RECHECK_SECONDS)
         final = {

@@ -17,8 +17,15 @@ applies, in this order:
    (`evidence_settled`: the informers of different kinds lag each other) — remove the evidence
    finalizer (only after that write landed) and release the lease.
 
-The full Job body is applied only by step 3, to a Job that does not exist: an existing Job is
-never re-declared `suspend: true`, so aicp never fights Kueue over a running Job.
+The full Job body is written only by step 3, as a create that never overwrites: an existing
+Job is never re-declared `suspend: true`, so aicp never fights Kueue over a running Job, and a
+replica that resumes from a pause after its lease moved cannot clobber the Job its successor
+created (the create answers 409, and the Job is adopted). Every Kubernetes write runs under
+`kube_fenced`: the lease is checked right before it, and bounds it.
+
+Audit: a generation's `JobCreated` is recorded with the status write that first observes its
+Job — by the creating step, or by whichever owner adopts a Job whose creator died before
+recording it. Each is recorded at most once (see `context.job_created`).
 """
 
 from __future__ import annotations
@@ -32,12 +39,13 @@ from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.render import render_job
 from app.domain.states import WorkloadState
-from app.kube.apply import apply, get, remove_finalizer
-from app.kube.errors import Invalid
+from app.kube.apply import create, get, remove_finalizer
+from app.kube.errors import Conflict, Invalid
 from app.kube.resources import JOBS
 from app.observability.metrics import TIME_TO_ADMITTED, TIME_TO_JOB_CREATED, TIME_TO_RUNNING
+from app.reconcile.fencing import kube_fenced
 from app.reconcile.steps import deletion, drift
-from app.reconcile.steps.context import Event
+from app.reconcile.steps.context import Event, evidence_recorded, job_created
 from app.reconcile.steps.drift import has_evidence_finalizer, subject_of
 from app.reconcile.steps.evidence import (
     current_facts,
@@ -45,6 +53,7 @@ from app.reconcile.steps.evidence import (
     hold_progress,
     identity_of,
     job_finished,
+    job_generation,
     milestones,
     observe,
     previous_attempts,
@@ -153,18 +162,25 @@ class WorkloadStep:
         recorded_job = (row.observed.get("job") or {}).get("name")
         recreated = row.observed_generation == row.generation and recorded_job == identity.job_name
         try:
-            created = await apply(ctx.kube, render_job(identity, spec, row.accelerator_resource))
+            async with kube_fenced(fence, f"create of Job {identity.job_name}"):
+                created = await create(
+                    ctx.kube, render_job(identity, spec, row.accelerator_resource)
+                )
         except Invalid as exc:
             return await self._rejected(fence, row, identity, exc)
+        except Conflict:
+            # It exists after all (created by a predecessor whose answer was lost, or by a
+            # peer): adopt it, never overwrite it.
+            existing = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
+            if existing is None:
+                raise
+            log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
+            return await self._observe(fence, row, spec, existing)
         classification = observe(ctx, row, spec, created)
         if recreated:
             event = drift.recreated_event(row, identity.job_name, previous_attempts(row))
         else:
-            event = Event(
-                EventType.JOB_CREATED,
-                f"Created Job {identity.job_name} in namespace {identity.namespace} for "
-                f"generation {row.generation}.",
-            )
+            event = job_created(identity, row.generation)
         written = await ctx.write_status(
             fence,
             subject_of(row),
@@ -227,11 +243,13 @@ class WorkloadStep:
         if changed and not _settled(row):
             crossed = milestones(row.state, classification)
             events = [Event(kind, message) for kind, message in crossed]
+            if row.observed_generation != row.generation and _of_generation(job, row.generation):
+                # The first observation of this generation's Job: its creator died (or lost
+                # its lease) between the create and the record. The adopter records it.
+                events.insert(0, job_created(identity_of(row), row.generation, adopted=True))
             if state.is_terminal:
                 events.append(
-                    Event(
-                        EventType.EVIDENCE_RECORDED, summary(classification.evidence, name_of(job))
-                    )
+                    evidence_recorded(job, summary(classification.evidence, name_of(job)))
                 )
             written = await ctx.write_status(
                 fence,
@@ -258,16 +276,21 @@ class WorkloadStep:
             # The final facts are in the row (written above, or by an earlier step): the
             # Job may now be deleted by anyone; it is kept until then.
             if has_evidence_finalizer(job):
-                await remove_finalizer(
-                    ctx.kube,
-                    JOBS,
-                    field(job, "metadata", "namespace"),
-                    name_of(job),
-                    EVIDENCE_FINALIZER,
-                    current=job,
-                )
+                async with kube_fenced(fence, "finalizer removal"):
+                    await remove_finalizer(
+                        ctx.kube,
+                        JOBS,
+                        field(job, "metadata", "namespace"),
+                        name_of(job),
+                        EVIDENCE_FINALIZER,
+                        current=job,
+                    )
             return Result.release()
         return Result.requeue(RESYNC_SECONDS)
+
+
+def _of_generation(job: Manifest, generation: int) -> bool:
+    return job_generation(job) == generation
 
 
 def _observe_latency(

@@ -59,7 +59,7 @@ async def test_the_sweep_claim_reads_the_needing_work_indexes_not_whole_tables(
             """
         )
         [plan] = await conn.fetchval(
-            "EXPLAIN (FORMAT JSON) " + QUERIES["lease_claim_due"], "me", 15.0, 100
+            "EXPLAIN (FORMAT JSON) " + QUERIES["lease_claim_due"], "me", 15.0, 100, ""
         )
 
     found = scans(plan["Plan"])

@@ -277,9 +277,11 @@ async def test_a_lease_taken_over_in_the_database_is_dropped_at_the_next_renewal
     assert engine.enqueue_local("workload", kept.id)
 
 
-async def test_a_replica_restarted_under_the_same_owner_frees_and_reclaims_its_old_leases(
+async def test_a_replica_restarted_under_the_same_owner_takes_its_old_leases_over_at_start(
     db: Database, start_engine: EngineFactory
 ) -> None:
+    """The dead incarnation's lease is expired at start, never renewed: the new process (or a
+    peer) takes it over at once, under a new epoch, instead of after its TTL."""
     [key] = await add_workloads(db, notify=False)
     async with db.connection() as conn:
         # What the previous process under this owner left behind when it died.
@@ -293,5 +295,6 @@ async def test_a_replica_restarted_under_the_same_owner_frees_and_reclaims_its_o
 
     run = await wait_until(lambda: next(iter(recorder.runs), None), timeout=5)
     assert run.key == key and run.owner == "pod-0"
-    assert engine.keeper.strays_released == 1
+    assert run.epoch == 5  # a new incarnation is a new owner: the old fence no longer fits
+    assert engine.keeper.strays_released == 0  # nothing was renewed only to be released
     assert engine.holds("workload", key.id)

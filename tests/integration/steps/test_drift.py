@@ -10,7 +10,8 @@ from app.kube.resources import CLUSTER_QUEUES, RESOURCE_FLAVORS
 from tests.integration.steps.stack import CLASS, NAMESPACE, POOL, POOLS, Stack
 from tests.support.waiting import wait_until
 
-JOB_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+JOBS_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs"
+JOB_PATH = JOBS_PATH + "/{name}"
 QUEUE = "aicp-research-h100-pool"
 
 
@@ -102,7 +103,7 @@ async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(
     assert still is not None and still["status"]["state"] == "RUNNING"
 
 
-async def test_the_job_is_applied_once_as_aicp_and_never_re_suspended(stack: Stack) -> None:
+async def test_the_job_is_created_once_as_aicp_and_never_re_suspended(stack: Stack) -> None:
     await stack.setup_pool()
     await stack.sim("POST", "/_sim/stats/reset")
 
@@ -115,12 +116,13 @@ async def test_the_job_is_applied_once_as_aicp_and_never_re_suspended(stack: Sta
 
     await wait_until(finalizer_dropped, timeout=10, message="evidence finalizer removed")
     stats = await stack.sim("GET", "/_sim/stats")
-    # One server-side apply for the Job's whole life (never a second body declaring
-    # `suspend: true` over Kueue's `false`), one JSON patch dropping the finalizer.
-    assert stats["by_content_type"]["application/apply-patch+yaml"] == 1
+    # One create for the Job's whole life — never an apply or a second body declaring
+    # `suspend: true` over Kueue's `false` — and one JSON patch dropping the finalizer.
+    assert stats["by_verb_path"][f"create {JOBS_PATH}"] == 1
+    assert "application/apply-patch+yaml" not in stats["by_content_type"]
     assert stats["by_field_manager"]["aicp"] == 1
     assert "aicp-metadata" not in stats["by_field_manager"]  # no drift, no metadata apply
-    assert stats["by_verb_path"][f"patch {JOB_PATH}"] == 2
+    assert stats["by_verb_path"][f"patch {JOB_PATH}"] == 1
     assert stats["by_content_type"]["application/json-patch+json"] == 1
 
 

@@ -1,0 +1,107 @@
+"""Fixtures of the fault scenarios: a kubesim process, replicas as processes, a database proxy.
+
+`make test` runs the scenarios not marked `full_only`, at CI burst sizes (a few minutes in
+all); `make test-faults` sets `AICP_FAULTS_FULL=1` and runs every scenario at the sizes the
+reliability document reports (bursts of 500). Deselected scenarios are reported as such, not
+skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.faults.history import JobHistory
+from tests.faults.processes import Kubesim, PgProxy, Replica
+from tests.faults.workloads import Database
+
+FULL = os.environ.get("AICP_FAULTS_FULL") == "1"
+#: Submissions in a burst: the full suite uses the issue's size, CI a representative one.
+BURST = 500 if FULL else 60
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if FULL:
+        return
+    kept = [item for item in items if item.get_closest_marker("full_only") is None]
+    deselected = [item for item in items if item.get_closest_marker("full_only") is not None]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "full_only: a fault scenario only `make test-faults` runs")
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Kubesim]:
+    sim = await Kubesim.start(tmp_path)
+    try:
+        yield sim
+    finally:
+        await sim.stop()
+
+
+@pytest.fixture
+async def history(cluster: Kubesim) -> AsyncIterator[JobHistory]:
+    watched = JobHistory(cluster.url)
+    await watched.start()
+    try:
+        yield watched
+    finally:
+        await watched.stop()
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    reader = Database(database_url)
+    try:
+        yield reader
+    finally:
+        await reader.close()
+
+
+@pytest.fixture
+async def proxy(database_url: str) -> AsyncIterator[PgProxy]:
+    parts = urllib.parse.urlsplit(database_url)
+    front = PgProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    await front.start()
+    try:
+        yield front
+    finally:
+        await front.stop()
+
+
+ReplicaFactory = Callable[..., Replica]
+
+
+@pytest.fixture
+async def replica(
+    database_url: str, cluster: Kubesim, tmp_path: Path
+) -> AsyncIterator[ReplicaFactory]:
+    """`replica("a", lease_ttl=3.0, database_url=...)` → a Replica (not started); every one
+    made is stopped at the end, and its log stays in the test's temporary directory."""
+    made: list[Replica] = []
+
+    def make(name: str, *, url: str | None = None, **options: Any) -> Replica:
+        one = Replica(
+            name,
+            database_url=url or database_url,
+            kubeconfig=cluster.kubeconfig,
+            log_dir=tmp_path,
+            **options,
+        )
+        made.append(one)
+        return one
+
+    try:
+        yield make
+    finally:
+        for one in made:
+            await one.stop()
