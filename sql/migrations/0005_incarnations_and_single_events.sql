@@ -1,4 +1,4 @@
--- 0003: lease incarnations, and audit events recorded at most once.
+-- 0005: lease incarnations, and audit events recorded at most once.
 --
 -- A lease names its owner (the instance id, which survives a container restart in Kubernetes)
 -- and now also the owner's incarnation: a token drawn by each process at start. A process that
