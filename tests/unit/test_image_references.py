@@ -6,28 +6,40 @@ import re
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.domain.validation import check_image
 
-component = st.from_regex(r"[a-z0-9]+(?:[._-][a-z0-9]+){0,2}", fullmatch=True).filter(
-    lambda c: len(c) <= 30
+LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+alnum = st.text(LOWER, min_size=1, max_size=8)
+# repository components: alphanumerics joined by one separator (".", "_", "__", "-")
+component = st.lists(alnum, min_size=1, max_size=3).flatmap(
+    lambda parts: st.lists(
+        st.sampled_from([".", "_", "__", "-"]), min_size=len(parts) - 1, max_size=len(parts) - 1
+    ).map(lambda seps: parts[0] + "".join(s + p for s, p in zip(seps, parts[1:], strict=True)))
 )
-domains = st.none() | st.from_regex(
-    r"[a-z0-9]{1,10}(\.[a-z]{2,5}){1,2}(:[0-9]{2,5})?", fullmatch=True
-)
-tags = st.none() | st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+domains = st.none() | st.builds(
+    lambda host, tld, port: f"{host}.{tld}" + (f":{port}" if port else ""),
+    alnum, st.text("abcdefghij", min_size=2, max_size=4), st.none() | st.integers(1, 65535),
+)  # fmt: skip
+tags = st.none() | st.builds(
+    lambda first, rest: first + rest,
+    st.sampled_from("Aa0_"), st.text(LOWER + "ABC_.-", max_size=20),
+)  # fmt: skip
 digests = st.none() | st.text("0123456789abcdef", min_size=64, max_size=64).map(
     lambda h: f"sha256:{h}"
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=200, deadline=None)
 @given(domains, st.lists(component, min_size=1, max_size=3), tags, digests)
 def test_references_built_from_the_grammar_are_accepted(
     domain: str | None, path: list[str], tag: str | None, digest: str | None
 ) -> None:
+    # Without a registry, a first component with "." or ":" would be read as one (the
+    # grammar's domain rule), and "_" is not allowed in a host name.
+    assume(domain is not None or "." not in path[0])
     image = "/".join([*([domain] if domain else []), *path])
     image += f":{tag}" if tag else ""
     image += f"@{digest}" if digest else ""
@@ -35,12 +47,12 @@ def test_references_built_from_the_grammar_are_accepted(
         assert check_image("image", image) == [], image
 
 
-@settings(max_examples=500)
+@settings(max_examples=300, deadline=None)
 @given(st.text(max_size=120))
 def test_any_text_is_answered_quickly_and_what_passes_has_reference_shape(text: str) -> None:
     started = time.perf_counter()
     violations = check_image("image", text)
-    assert time.perf_counter() - started < 0.05
+    assert time.perf_counter() - started < 1.0  # a backtracking regex would take far longer
     if not violations:
         assert text and not re.search(r"\s", text) and len(text) <= 512
         name = text.split("@", 1)[0]
