@@ -50,7 +50,7 @@ async def test_a_burst_through_api_errors_throttling_watch_drops_a_410_and_an_ou
     await burst
     await wait_until(cluster.answering, timeout=30, interval=0.1, message="apiserver back")
     await cluster.clear_faults()
-    converged = await wait_converged(db, answers.accepted, timeout=180)
+    converged = await wait_converged(db, answers.accepted)
 
     await assert_invariants(db, history, answers.accepted)
     answers.assert_no_server_errors()

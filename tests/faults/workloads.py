@@ -241,7 +241,7 @@ async def jobs_created(history: JobHistory, count: int) -> bool:
 
 
 async def wait_converged(
-    db: Database, names: set[str], *, final: str = "SUCCEEDED", timeout: float = 120.0
+    db: Database, names: set[str], *, final: str = "SUCCEEDED", timeout: float = 300.0
 ) -> float:
     """Wait until every named workload is in `final`; return how long it took."""
     started = time.monotonic()
