@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim import Cluster
 from realcluster import RealCluster
@@ -58,7 +59,10 @@ class RealBackend:
         return client.ApiClient(configuration)
 
     async def clean(self) -> None:
-        """Remove what a test left: its Jobs (finalizers stripped), pods, queues, namespaces."""
+        """Remove what a test left: its Jobs (finalizers stripped), pods, queues, namespaces.
+
+        Namespaces of earlier tests may still be terminating, and anything may vanish between
+        the list and the call: a 404 means done."""
         async with self.api_client() as api:
             core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
             custom = client.CustomObjectsApi(api)
@@ -70,37 +74,44 @@ class RealBackend:
             for namespace in namespaces:
                 for job in (await batch.list_namespaced_job(namespace)).items:
                     if job.metadata.finalizers:
-                        await batch.patch_namespaced_job(
-                            job.metadata.name, namespace, {"metadata": {"finalizers": None}}
+                        await _unless_gone(
+                            batch.patch_namespaced_job(
+                                job.metadata.name, namespace, {"metadata": {"finalizers": None}}
+                            )
                         )
-                await batch.delete_collection_namespaced_job(
-                    namespace, propagation_policy="Background"
+                await _unless_gone(
+                    batch.delete_collection_namespaced_job(
+                        namespace, propagation_policy="Background"
+                    )
                 )
-                await core.delete_collection_namespaced_pod(namespace)
-            for plural in ("localqueues", "clusterqueues"):
-                listed = await custom.list_cluster_custom_object(
-                    "kueue.x-k8s.io", "v1beta2", plural
-                )
-                for item in listed["items"]:
-                    meta = item["metadata"]
-                    if not meta["name"].startswith("aicp-"):
-                        continue
-                    if meta.get("namespace"):
-                        await custom.delete_namespaced_custom_object(
-                            "kueue.x-k8s.io", "v1beta2", meta["namespace"], plural, meta["name"]
+                await _unless_gone(core.delete_collection_namespaced_pod(namespace))
+            queues = await custom.list_cluster_custom_object(
+                "kueue.x-k8s.io", "v1beta2", "clusterqueues"
+            )
+            for item in queues["items"]:
+                name = item["metadata"]["name"]
+                if name.startswith("aicp-"):  # LocalQueues go with their namespaces
+                    await _unless_gone(
+                        custom.delete_cluster_custom_object(
+                            "kueue.x-k8s.io", "v1beta2", "clusterqueues", name
                         )
-                    else:
-                        await custom.delete_cluster_custom_object(
-                            "kueue.x-k8s.io", "v1beta2", plural, meta["name"]
-                        )
+                    )
             for namespace in namespaces:
-                await core.delete_namespace(namespace)
+                await _unless_gone(core.delete_namespace(namespace))
 
             async def no_pods_left() -> bool:
                 pods = await core.list_pod_for_all_namespaces()
                 return not [p for p in pods.items if p.metadata.namespace in namespaces]
 
             await wait_until(no_pods_left, timeout=30, interval=0.1, message="test pods removed")
+
+
+async def _unless_gone(call: Awaitable[Any]) -> None:
+    try:
+        await call
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def go_missing_reason() -> str | None:
