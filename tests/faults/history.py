@@ -30,7 +30,7 @@ class JobHistory:
         assert not self.changes, "the history must start before the first Job"
 
     async def stop(self) -> None:
-        pass
+        """Nothing to release: every refresh opens and closes its own client."""
 
     async def refresh(self) -> list[dict[str, Any]]:
         async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:

@@ -209,7 +209,7 @@ async def test_a_delete_accepted_during_a_listen_gap_is_acted_on_soon_after_reco
         await request([b], answers, "DELETE", f"{WORKLOADS}/{name}", accept=(202,))
     while time.monotonic() - gap_started < 7.0:  # the gap: 7 s without the database
         assert await db.held_by("replica-a") >= len(names)  # a's leases stay live
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(0.25)
     await proxy.start()
     reopened = time.monotonic()
     await wait_until(

@@ -233,7 +233,10 @@ def dead_stops() -> list[str]:
     return dead
 
 
-OUTSIDE = re.compile(r"(?<![\w.])\.\./shared\b|(?<![\w.])/work/")
+# The places outside the repository this project was once written beside, spelled in pieces
+# so that this file does not itself name them.
+_SHARED, _WORK = r"\.\./" + "shared", "/" + "work" + "/"
+OUTSIDE = re.compile(rf"(?<![\w.]){_SHARED}\b|(?<![\w.]){_WORK}")
 
 
 def outside_paths() -> list[str]:
