@@ -91,7 +91,7 @@ async def test_requeue_after_runs_the_step_again_after_the_delay(
     times = [r.at for r in recorder.runs if r.key == key]
     # A run may be repeated early by the creating doorbell arriving after the sweep's claim
     # (a wake, not the requeue); the run a requeue schedules waits its delay.
-    assert max(later - earlier for earlier, later in zip(times, times[1:])) >= 0.19
+    assert max(later - earlier for earlier, later in itertools.pairwise(times)) >= 0.19
 
 
 async def test_a_step_that_hangs_is_cancelled_at_its_deadline_and_retried(
