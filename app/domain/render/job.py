@@ -110,14 +110,7 @@ def render_job(identity: JobIdentity, spec: WorkloadSpec, accelerator_resource: 
     and tolerations, which is why this manifest sets neither.
     """
     return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": identity.job_name,
-            "namespace": identity.namespace,
-            "labels": render_job_labels(identity, spec),
-            "finalizers": [EVIDENCE_FINALIZER],
-        },
+        **_job_head(identity, spec),
         "spec": {
             "suspend": True,
             "parallelism": spec.replicas,
@@ -135,13 +128,8 @@ def render_job(identity: JobIdentity, spec: WorkloadSpec, accelerator_resource: 
     }
 
 
-def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manifest:
-    """The apply body for an existing Job: only the labels and finalizer aicp owns.
-
-    Used to restore drifted metadata (a label removed by hand) without touching `spec`,
-    which Kueue owns once the Job is admitted. Apply it as field manager
-    `JOB_METADATA_FIELD_MANAGER`, never as the manager that created the Job (see there).
-    """
+def _job_head(identity: JobIdentity, spec: WorkloadSpec) -> Manifest:
+    """apiVersion, kind and the metadata aicp owns: the labels and the evidence finalizer."""
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -152,3 +140,13 @@ def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manif
             "finalizers": [EVIDENCE_FINALIZER],
         },
     }
+
+
+def render_job_metadata_only(identity: JobIdentity, spec: WorkloadSpec) -> Manifest:
+    """The apply body for an existing Job: only the labels and finalizer aicp owns.
+
+    Used to restore drifted metadata (a label removed by hand) without touching `spec`,
+    which Kueue owns once the Job is admitted. Apply it as field manager
+    `JOB_METADATA_FIELD_MANAGER`, never as the manager that created the Job (see there).
+    """
+    return _job_head(identity, spec)
