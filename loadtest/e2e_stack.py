@@ -19,14 +19,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
+
+from loadtest.databases import scratch_database
 
 REPO = Path(__file__).resolve().parent.parent
 ADMIN_TOKEN = "bench-admin-token-" + secrets.token_hex(8)
@@ -77,10 +77,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.asynccontextmanager
 async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
-    name = f"aicp_e2e_bench_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(admin_url)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    database_url = admin_url.rsplit("/", 1)[0] + f"/{name}"
+    async with (
+        scratch_database(admin_url, "aicp_e2e_bench") as database_url,
+        _processes(database_url, aicp_env) as stack,
+    ):
+        yield stack
+
+
+@contextlib.asynccontextmanager
+async def _processes(database_url: str, aicp_env: dict[str, str]) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
@@ -134,8 +139,6 @@ async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
     finally:
         for process in processes:
             _stop(process)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
 
 
 async def setup_pool(client: httpx.AsyncClient, accelerators: int = 16) -> None:

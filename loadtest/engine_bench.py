@@ -37,6 +37,7 @@ from app.reconcile.engine import EngineConfig, Reconciler
 from app.reconcile.workers import Result
 from app.store.db import Database
 from app.store.migrations import migrate
+from loadtest.databases import with_database
 
 if TYPE_CHECKING:
     from app.reconcile.fencing import Fence
@@ -165,7 +166,7 @@ async def main(args: argparse.Namespace) -> None:
     name = f"aicp_engine_bench_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(args.admin_url)
     await admin.execute(f'CREATE DATABASE "{name}"')
-    url = args.admin_url.rsplit("/", 1)[0] + f"/{name}"
+    url = with_database(args.admin_url, name)
     db = await Database.connect(url, size=args.pool_size)
     engine: Reconciler | None = None
     try:
