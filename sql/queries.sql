@@ -762,7 +762,11 @@ RETURNING kind, resource_id, epoch;
 -- name: lease_release
 -- Let one lease go now (the resource needs no more attention from this replica); keeps the row
 -- and its epoch so the next owner's epoch is higher. $1 kind, $2 resource id, $3 owner, $4 epoch.
-UPDATE leases SET expires_at = now()
+-- The owner becomes '' (nobody): a finished resource's released lease stays behind for good, and
+-- the owner's periodic queries (renewal, resync, count) walk leases_by_owner, which must not
+-- collect every lease the owner ever let go (0007). Any claim of it is then a change of owner
+-- (epoch + 1), even by the replica that released it.
+UPDATE leases SET expires_at = now(), owner = ''
 WHERE kind = $1 AND resource_id = $2 AND owner = $3 AND epoch = $4 AND expires_at > now();
 
 -- name: lease_release_all
@@ -795,20 +799,22 @@ SELECT count(pg_notify('aicp_work', kind || ':' || resource_id::text)) AS releas
 -- name: leases_held_changed
 -- After a LISTEN gap: the resources this owner holds whose spec changed or whose deletion was
 -- requested without it having acted on it (their doorbells may have rung while nobody listened).
--- $1 owner, $2 incarnation.
+-- Each arm starts from this owner's leases (leases_by_owner) and looks up each resource by its
+-- key: one probe per held lease, whatever else the tables hold. $1 owner, $2 incarnation.
 SELECT l.kind, l.resource_id FROM leases l
-WHERE l.owner = $1 AND l.incarnation = $2 AND l.expires_at > now()
-  AND CASE l.kind
-      WHEN 'workload' THEN EXISTS (
-          SELECT 1 FROM workloads w WHERE w.id = l.resource_id
-            AND (w.generation <> w.observed_generation OR w.deletion_requested_at IS NOT NULL))
-      WHEN 'pool' THEN EXISTS (
-          SELECT 1 FROM compute_pools c WHERE c.id = l.resource_id
-            AND (c.generation <> c.observed_generation OR c.deletion_requested_at IS NOT NULL))
-      ELSE EXISTS (
-          SELECT 1 FROM projects p WHERE p.id = l.resource_id
-            AND (p.generation <> p.observed_generation OR p.deletion_requested_at IS NOT NULL))
-      END;
+JOIN workloads w ON w.id = l.resource_id
+WHERE l.owner = $1 AND l.incarnation = $2 AND l.expires_at > now() AND l.kind = 'workload'
+  AND (w.generation <> w.observed_generation OR w.deletion_requested_at IS NOT NULL)
+UNION ALL
+SELECT l.kind, l.resource_id FROM leases l
+JOIN compute_pools c ON c.id = l.resource_id
+WHERE l.owner = $1 AND l.incarnation = $2 AND l.expires_at > now() AND l.kind = 'pool'
+  AND (c.generation <> c.observed_generation OR c.deletion_requested_at IS NOT NULL)
+UNION ALL
+SELECT l.kind, l.resource_id FROM leases l
+JOIN projects p ON p.id = l.resource_id
+WHERE l.owner = $1 AND l.incarnation = $2 AND l.expires_at > now() AND l.kind = 'project'
+  AND (p.generation <> p.observed_generation OR p.deletion_requested_at IS NOT NULL);
 
 -- name: lease_lock_fenced
 -- First statement of a fenced transaction: lock this owner's live lease row for the rest of the

@@ -93,3 +93,61 @@ def test_locust_load_test_runs_headless_and_writes_reports(
     assert "POST workloads" in stats
     assert "Aggregated" in stats
     assert (tmp_path / "aicp.html").stat().st_size > 0
+
+
+def test_finished_rows_plans_prints_each_periodic_query_at_each_size(pg_server_url: str) -> None:
+    # Whether a plan stays flat is the script's own verdict at full size; here only that it
+    # fills its tables, explains every query and prints the table.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "loadtest/finished_rows_plans.py",
+            "--admin-url",
+            pg_server_url,
+            "--finished",
+            "2000",
+            "--live",
+            "20",
+            "--events",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode in (0, 1), done.stderr[-4000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| `")]
+    assert [row.split("|")[1].strip(" `") for row in rows] == [
+        "lease_claim_due",
+        "lease_claim_keys",
+        "lease_take_new",
+        "leases_held_changed",
+        "lease_renew_all",
+        "leases_held_count",
+        "reconcile_lag_seconds",
+        "steps_workload_state_counts",
+        "steps_stuck_deleting_counts",
+        "pool_by_name",
+    ]
+    assert "20 live + 2,000 finished workloads" in done.stdout
+
+
+def test_live_workloads_rss_brings_every_workload_live_and_prints_memory(
+    pg_server_url: str,
+) -> None:
+    out = _run(
+        "loadtest/live_workloads_rss.py",
+        "--admin-url",
+        pg_server_url,
+        "--workloads",
+        "12",
+        "--quota",
+        "2",
+        "--settle",
+        "0.5",
+    )
+    assert "all live after" in out and "RUNNING 2, QUEUED 10" in out
+    memory = [line for line in out.splitlines() if "aicp RSS" in line]
+    assert len(memory) == 4
+    assert all(" MB (peak " in line for line in memory)

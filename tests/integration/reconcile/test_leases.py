@@ -11,6 +11,7 @@ import pytest
 from app.reconcile.errors import LeaseLost
 from app.reconcile.fencing import Fence, fenced_execute, fenced_transaction
 from app.reconcile.workers import Result
+from app.store import leases
 from app.store.db import Database
 from app.store.leases import ResourceKey
 from tests.integration.reconcile.conftest import EngineFactory
@@ -239,6 +240,45 @@ async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
     await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
     assert recorder.attempts(key) == runs
     assert not engine.holds("workload", key.id)
+
+
+async def test_a_released_lease_names_nobody_and_taking_it_again_is_a_new_epoch(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    # A finished resource's released lease stays in the table for good; it must not stay in
+    # its last owner's set (renewal, resync and counts walk that set every few seconds).
+    finished = False
+
+    async def finish_once(fence: Fence, attempt: int) -> Result:
+        nonlocal finished
+        if not finished:
+            finished = True
+            await finish_workload(db, fence.key)
+        return Result.release()
+
+    recorder = Recorder(behaviour=finish_once)
+    engine = recorder.attach(await start_engine())
+    [key] = await add_workloads(db)
+
+    async def released() -> bool:
+        lease = await lease_of(db, key)
+        return lease is not None and not lease["live"]
+
+    await wait_until(released, timeout=3)
+    first = await lease_of(db, key)
+    assert first is not None and first["owner"] == ""
+    assert await leases.held_count(db.pool, owner=engine.owner) == 0
+
+    # A new generation needs work again: the sweep claims it back, as a change of owner.
+    async with db.connection() as conn:
+        await conn.execute(
+            "UPDATE workloads SET generation = generation + 1, updated_at = now() WHERE id = $1",
+            key.id,
+        )
+    runs = recorder.attempts(key)
+    await wait_until(lambda: recorder.attempts(key) > runs, timeout=5)
+    again = await lease_of(db, key)
+    assert again is not None and again["epoch"] == first["epoch"] + 1
 
 
 async def test_a_burst_of_doorbells_racing_the_sweep_on_two_replicas_claims_everything_cleanly(

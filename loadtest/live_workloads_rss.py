@@ -1,0 +1,128 @@
+"""aicp's memory with 10,000 live workloads: its resident set before and after.
+
+    .venv/bin/python loadtest/live_workloads_rss.py --workloads 10000
+
+Runs kubesim and `python -m app serve` as separate processes (`e2e_stack.py`), a pool whose
+quota (`--quota` accelerators) is far below what the workloads ask for together, then submits
+`--workloads` workloads of one accelerator each that run for an hour: Kueue admits `--quota` of
+them (RUNNING) and queues the rest (QUEUED). Every one is live, leased by aicp, with its Job and
+Kueue Workload in aicp's informer caches. Prints aicp's resident set (VmRSS, and its peak VmHWM,
+from /proc) when it is ready, when every workload is submitted, and once every workload is
+RUNNING or QUEUED (counted in the database), then again after `--settle` seconds of steady state
+(renewals, sweeps, resyncs), the numbers the 400 MB target is about.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loadtest.e2e_stack import WORKLOADS, Stack, e2e_stack, setup_pool, workload
+
+LIVE = ("RUNNING", "QUEUED")
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """(VmRSS, VmHWM) of `pid` in MB, from /proc/<pid>/status."""
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024  # kB
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def show(stack: Stack, moment: str) -> float:
+    rss, peak = memory_mb(stack.aicp_pid)
+    kubesim_rss, _ = memory_mb(stack.kubesim_pid)
+    print(
+        f"{moment:<44} aicp RSS {rss:7.1f} MB (peak {peak:7.1f} MB)   "
+        f"kubesim RSS {kubesim_rss:7.1f} MB",
+        flush=True,
+    )
+    return rss
+
+
+async def submit(client: httpx.AsyncClient, count: int, concurrency: int) -> None:
+    names = iter(range(count))
+    body_env = {"KUBESIM_RUN_SECONDS": "3600"}
+
+    async def caller() -> None:
+        for i in names:
+            response = await client.post(WORKLOADS, json=workload(f"live-{i}", env=body_env))
+            if response.status_code != 202:
+                raise SystemExit(f"POST live-{i}: {response.status_code} {response.text}")
+
+    await asyncio.gather(*(caller() for _ in range(concurrency)))
+
+
+async def live_counts(conn: asyncpg.Connection) -> dict[str, int]:
+    rows = await conn.fetch("SELECT state, count(*) AS n FROM workloads GROUP BY state")
+    return {r["state"]: int(r["n"]) for r in rows}
+
+
+async def main(args: argparse.Namespace) -> None:
+    env = {"AICP_KUBE_WRITE_QPS": str(args.write_qps), "AICP_KUBE_WRITE_BURST": str(args.write_qps)}
+    async with e2e_stack(args.admin_url, **env) as stack:
+        limits = httpx.Limits(max_connections=args.concurrency)
+        async with httpx.AsyncClient(
+            base_url=stack.aicp_url, headers=stack.headers, limits=limits, timeout=60
+        ) as client:
+            await setup_pool(client, accelerators=args.quota)
+            show(stack, "ready, pool READY, no workloads")
+            started = time.perf_counter()
+            await submit(client, args.workloads, args.concurrency)
+            print(
+                f"submitted {args.workloads} in {time.perf_counter() - started:.1f} s", flush=True
+            )
+            show(stack, f"{args.workloads} submitted")
+            conn = await asyncpg.connect(stack.database_url)
+            try:
+                deadline = time.monotonic() + args.timeout
+                while True:
+                    counts = await live_counts(conn)
+                    live = sum(counts.get(state, 0) for state in LIVE)
+                    if live == args.workloads:
+                        break
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"only {live} live after {args.timeout} s: {counts}")
+                    await asyncio.sleep(0.5)
+                print(
+                    f"all live after {time.perf_counter() - started:.1f} s: "
+                    + ", ".join(f"{state} {counts.get(state, 0)}" for state in LIVE),
+                    flush=True,
+                )
+                show(stack, f"{args.workloads} live (RUNNING or QUEUED)")
+                await asyncio.sleep(args.settle)  # steady state: renewals, sweeps, gauges
+                counts = await live_counts(conn)
+                show(stack, f"after {args.settle:g} s more of steady state")
+                held = await conn.fetchval(
+                    "SELECT count(*) FROM leases WHERE owner = 'bench' AND expires_at > now()"
+                )
+                print(f"leases held by aicp: {held}; states: {dict(sorted(counts.items()))}")
+            finally:
+                await conn.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--admin-url", default="postgresql://postgres:postgres@127.0.0.1:5432/postgres"
+    )
+    parser.add_argument("--workloads", type=int, default=10_000)
+    parser.add_argument("--quota", type=int, default=16, help="the pool's accelerators")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--write-qps", type=int, default=500, help="aicp's Kubernetes write limit for the run"
+    )
+    parser.add_argument("--settle", type=float, default=20.0)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    asyncio.run(main(parser.parse_args()))
