@@ -4,7 +4,9 @@ Beyond §9: `AICP_KUBE_WRITE_QPS` (50) and `AICP_KUBE_WRITE_BURST` (100) set the
 write rate limit (`app.kube.client.KubeSettings`); `AICP_RECOVERY_TIMEOUT_SECONDS` (60) is how
 long the doorbell's LISTEN connection or an informer may stay down before the process exits
 (`app.supervision`); `AICP_EVENT_RETENTION_DAYS` (90) and `AICP_TOMBSTONE_RETENTION_DAYS` (30)
-how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever).
+how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
+`AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
+(`app.store.token_cache`; 0: every request reads its token from the database).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -127,6 +129,7 @@ class Settings:
     recovery_timeout_seconds: float = 60.0
     event_retention_days: int = 90
     tombstone_retention_days: int = 30
+    token_cache_size: int = 10_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -200,6 +203,12 @@ class Settings:
                 30,
                 _int_between(0, 36500),
                 "a number of days between 0 (keep forever) and 36500",
+            ),
+            token_cache_size=read(
+                "AICP_TOKEN_CACHE_SIZE",
+                10_000,
+                _int_between(0, 10_000_000),
+                "a number of project tokens between 0 (no cache) and 10000000",
             ),
         )
         if not dev_mode:

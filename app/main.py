@@ -36,6 +36,7 @@ from app.store import idempotency, retention
 from app.store.db import Database
 from app.store.migrations import migrate
 from app.store.retention import Retention
+from app.store.token_cache import TokenCache
 from app.supervision import ProcessFailed, Supervisor
 from app.wiring import ReconcilingComponent, kube_settings_for
 
@@ -88,6 +89,7 @@ class Service:
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
     kubernetes: ReconcilingComponent | None = None
+    token_cache: TokenCache | None = None
     supervisor: Supervisor = field(default_factory=Supervisor)
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
@@ -131,6 +133,7 @@ class Service:
                 kube=self.kube,  # the reconciler's client serves the one live read (pod logs)
                 reconciler=self.reconciler,
                 liveness=self.supervisor.liveness,
+                token_cache=self.token_cache,
             )
             self.app = create_app(deps)
             await self._start_http()
@@ -194,7 +197,36 @@ class Service:
                 supervisor.watch_task("the retention purge", running)
 
         purge = BackgroundComponent("retention-purge", start, stop, supervise=supervise)
-        return [purge, self._reconciler_component()]
+        return [purge, *self._token_cache_component(), self._reconciler_component()]
+
+    def _token_cache_component(self) -> list[BackgroundComponent]:
+        """The project token cache and its LISTEN loop (none with AICP_TOKEN_CACHE_SIZE=0).
+
+        The loop never ends on its own (it reconnects after any loss, and the cache is bypassed
+        meanwhile), so a database outage does not fail the process through it."""
+        settings = self.settings
+        if settings.token_cache_size == 0:
+            return []
+        assert settings.database_url is not None
+        cache = self.token_cache = TokenCache(
+            settings.database_url, max_entries=settings.token_cache_size
+        )
+        task: list[asyncio.Task[None]] = []
+
+        async def start() -> None:
+            task.append(asyncio.create_task(cache.run(), name="token-cache"))
+
+        async def stop() -> None:
+            for running in task:
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await running
+
+        def supervise(supervisor: Supervisor) -> None:
+            for running in task:
+                supervisor.watch_task("the token cache's listener", running)
+
+        return [BackgroundComponent("token-cache", start, stop, supervise=supervise)]
 
     def _reconciler_component(self) -> BackgroundComponent:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is

@@ -16,6 +16,10 @@ each after a one-second warm-up: GET of one workload, then POST of new ones, for
 turn (never both at once). Any answer but 200 / 202 fails the run. Prints the ratio table and
 the CPU each server used per request.
 
+`--variant NAME:VAR=VALUE[,VAR=VALUE]` adds one more aicp replica (on aicp's database, CPU 0)
+with its environment changed, measured in the same run: the before/after of a setting, e.g.
+`--variant nocache:AICP_TOKEN_CACHE_SIZE=0`; its rows give its rate against aicp's.
+
 Without `wrk` on the PATH (`apt-get install wrk`) it refuses to run: a Python load generator on
 one core would measure itself, not the servers.
 """
@@ -94,6 +98,7 @@ class Server:
     url: str
     token: str
     pid: int
+    seeded: bool = False  # a variant shares aicp's database and its seeded workloads
 
 
 def _pinned(cpu: int, argv: list[str]) -> list[str]:
@@ -225,8 +230,11 @@ def wrk(
 
 
 @contextlib.asynccontextmanager
-async def both_servers(pg: str, directory: Path) -> AsyncIterator[tuple[Server, Server]]:
-    """kubesim, aicp (CPU 0) and the comparison server (CPU 0), each on its own database."""
+async def both_servers(
+    pg: str, directory: Path, variants: dict[str, dict[str, str]] | None = None
+) -> AsyncIterator[list[Server]]:
+    """kubesim, aicp (CPU 0) and the comparison server (CPU 0), each on its own database; and
+    one more aicp replica per variant (CPU 0, on aicp's database, its environment changed)."""
     admin_token = f"bench-{secrets.token_urlsafe(24)}"
     async with databases(pg) as (aicp_db, cmp_db):
         with kubesim(directory) as kubeconfig, contextlib.ExitStack() as stack:
@@ -253,6 +261,27 @@ async def both_servers(pg: str, directory: Path) -> AsyncIterator[tuple[Server, 
             await _wait_ready(f"{aicp_url}/readyz", aicp, directory / "aicp.log")
             async with aiohttp.ClientSession(headers=_bearer(admin_token)) as session:
                 editor = await setup(session, aicp_url)
+            others: list[Server] = []
+            for name, changes in (variants or {}).items():
+                port = _free_port()
+                variant_env = {
+                    **env,
+                    "AICP_HTTP_PORT": str(port),
+                    "AICP_INSTANCE_ID": f"bench-{name}",
+                    **changes,
+                }
+                variant_log = stack.enter_context((directory / f"aicp-{name}.log").open("w+b"))
+                variant = subprocess.Popen(
+                    _pinned(0, [sys.executable, "-m", "app", "serve"]),
+                    cwd=ROOT,
+                    env=variant_env,
+                    stdout=variant_log,
+                    stderr=subprocess.STDOUT,
+                )
+                stack.callback(_stop, variant)
+                url = f"http://127.0.0.1:{port}"
+                await _wait_ready(f"{url}/readyz", variant, directory / f"aicp-{name}.log")
+                others.append(Server(f"aicp[{name}]", url, editor, variant.pid, seeded=True))
             await copy_setup(aicp_db, cmp_db)
             cmp_log = stack.enter_context((directory / "comparison.log").open("w+b"))
             comparison = subprocess.Popen(
@@ -273,21 +302,28 @@ async def both_servers(pg: str, directory: Path) -> AsyncIterator[tuple[Server, 
             stack.callback(_stop, comparison)
             cmp_url = f"http://127.0.0.1:{cmp_port}"
             await _wait_ready(f"{cmp_url}/healthz", comparison, directory / "comparison.log")
-            yield (
+            yield [
                 Server("aicp", aicp_url, editor, aicp.pid),
+                *others,
                 Server("comparison", cmp_url, editor, comparison.pid),
-            )
+            ]
 
 
 async def measure(
-    pg: str, seconds: int, connections: int, seeded: int, profiles: Path | None
+    pg: str,
+    seconds: int,
+    connections: int,
+    seeded: int,
+    profiles: Path | None,
+    variants: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, dict[str, Result]]:
     results: dict[str, dict[str, Result]] = {}
     with tempfile.TemporaryDirectory(prefix="aicp-sbs-") as tmp:
         directory = Path(tmp)
-        async with both_servers(pg, directory) as servers:
+        async with both_servers(pg, directory, variants) as servers:
             for server in servers:
-                await seed(server, seeded)
+                if not server.seeded:
+                    await seed(server, seeded)
             for server in servers:
                 results[server.name] = {
                     mode: await asyncio.to_thread(
@@ -313,6 +349,16 @@ def table(results: dict[str, dict[str, Result]]) -> str:
             f"{a.cpu_ms:.2f} ms CPU) | {c.rate:,.0f} req/s (p50 {c.p50_ms:.1f} / p99 "
             f"{c.p99_ms:.1f} ms, {c.cpu_ms:.2f} ms CPU) | {a.rate / c.rate:.1f}x |"
         )
+    for name in results:
+        if not name.startswith("aicp["):
+            continue
+        for mode, label in (("get", "`GET`"), ("post", "`POST`")):
+            v, a = results[name][mode], aicp[mode]
+            lines.append(
+                f"| {label} {name} | {v.rate:,.0f} req/s (p50 {v.p50_ms:.1f} / p99 "
+                f"{v.p99_ms:.1f} ms, {v.cpu_ms:.2f} ms CPU) | (against aicp: {a.rate:,.0f} "
+                f"req/s) | {v.rate / a.rate:.2f}x aicp |"
+            )
     return "\n".join(lines)
 
 
@@ -329,14 +375,33 @@ def main() -> None:
         default=os.environ.get("AICP_BENCH_PG", "postgresql://postgres:postgres@127.0.0.1:5432"),
         help="PostgreSQL server for the two fresh databases (URL without a database)",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+        help="also measure an aicp replica with these environment changes (repeatable), e.g. "
+        "nocache:AICP_TOKEN_CACHE_SIZE=0: before/after of a setting in one run",
+    )
     args = parser.parse_args()
+    variants = {}
+    for spec in args.variant:
+        name, _, assignments = spec.partition(":")
+        variants[name] = dict(pair.split("=", 1) for pair in assignments.split(",") if pair)
     if shutil.which("wrk") is None:
         raise SystemExit("side_by_side.py needs wrk on the PATH (apt-get install wrk)")
     load_before = os.getloadavg()[0]
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     results = asyncio.run(
-        measure(args.pg.rstrip("/"), args.seconds, args.connections, args.seeded, args.profile)
+        measure(
+            args.pg.rstrip("/"),
+            args.seconds,
+            args.connections,
+            args.seeded,
+            args.profile,
+            variants,
+        )
     )
     print(
         f"c={args.connections}, {args.seconds:g} s per phase, servers on CPU 0, wrk on CPU 1, "

@@ -125,9 +125,9 @@ RETURNING id, name, display_name, labels, generation, observed_generation, state
 -- ===== section: tokens =====
 
 -- name: authenticate_token
--- One indexed lookup per request: revocation and expiry are seen on the very next request
--- on every replica, without a cache to invalidate.
-SELECT t.id, t.project_id, p.name AS project_name, t.role,
+-- One indexed lookup, for a token the replica's cache does not hold (app/store/token_cache.py:
+-- dropped on every change of api_tokens, which notifies aicp_tokens, migration 0008).
+SELECT t.id, t.project_id, p.name AS project_name, t.role, t.expires_at,
        t.revoked_at IS NOT NULL AS revoked,
        t.expires_at IS NOT NULL AND t.expires_at <= now() AS expired
 FROM api_tokens t

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
+    from app.store.token_cache import TokenCache
 
 API_PREFIX = "/api/v1"
 
@@ -59,6 +60,9 @@ class ApiDependencies:
     reconciler: Reconciler | None = None
     # `/healthz`: None while every long-lived part of the process lives, else why not.
     liveness: Callable[[], str | None] | None = None
+    # Project tokens seen valid, dropped on every token change (app/store/token_cache.py).
+    # None: every request reads its token from the database.
+    token_cache: TokenCache | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -120,6 +124,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["readiness_checks"] = deps.readiness_checks
     app.state["liveness"] = deps.liveness
     app.state["kube"] = deps.kube
+    app.state["token_cache"] = deps.token_cache
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state["stopping"] = False
     describe_components(app)

@@ -3,9 +3,11 @@
 One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this order:
 
 1. **Authenticate** — ``Authorization: Bearer <token>``. The platform admin token is compared in
-   constant time; any other token is looked up by its SHA-256 digest on every request (one
-   indexed read, no cache), so expiry and revocation hold from the next request on, on every
-   replica. Missing, malformed, unknown, expired or revoked → 401.
+   constant time; any other token is looked up by its SHA-256 digest: in this replica's token
+   cache (app/store/token_cache.py), else with one indexed read. A revocation holds from the
+   next request on on the replica that revoked it, and on the others as soon as the database's
+   notification arrives (a cache that may have missed one is not used). Missing, malformed,
+   unknown, expired or revoked → 401.
 2. **Scope** — a ``{project}`` path parameter must name a project the caller can see: any
    existing project for the admin, only its own for a project token. Otherwise 404, never 403,
    so a token cannot learn which other projects exist.
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from litestar.types import HTTPScope
 
     from app.store.db import Database
+    from app.store.token_cache import TokenCache
 
 PLATFORM_ADMIN = "platform-admin"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -104,8 +107,8 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Calle
         return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
     if not secret.startswith(TOKEN_PREFIX):
         raise Unauthorized("The token is not valid.")
-    async with _database(connection).connection() as conn:
-        found = await tokens.authenticate(conn, secret)
+    cache: TokenCache | None = connection.app.state.get("token_cache")
+    found = await tokens.authenticate_cached(_database(connection), cache, secret)
     if found is None:
         raise Unauthorized("The token is not valid.")
     if found.revoked:

@@ -1,7 +1,7 @@
 """``/api/v1/projects/{project}/tokens``: project API tokens (project admin or platform admin)."""
 
 import uuid
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
@@ -18,6 +18,9 @@ from app.domain.specs import TokenCreate
 from app.domain.states import Role
 from app.store import tokens
 from app.store.db import Connection
+
+if TYPE_CHECKING:
+    from app.store.token_cache import TokenCache
 
 TOKEN_BODY = json_body("A CI token", {"name": "ci", "role": "editor", "expires_in_days": 90})
 
@@ -86,11 +89,14 @@ async def list_tokens(
     opt=requires(Role.ADMIN),
     status_code=204,
     summary="Revoke a project token",
-    description="Takes effect on the next request on every replica. Revoking twice is fine.",
+    description="Takes effect from the next request on the replica that answers, and on the "
+    "others within milliseconds (the database notifies them). Revoking twice is fine.",
     responses=problems(401, 403, 404, 503),
     tags=["tokens"],
 )
-async def revoke_token(token_id: FromPath[str], caller: CallerDep, db: DbDep) -> None:
+async def revoke_token(
+    token_id: FromPath[str], caller: CallerDep, db: DbDep, request: Request[Any, Any, Any]
+) -> None:
     try:
         parsed = uuid.UUID(token_id)
     except ValueError as exc:
@@ -99,6 +105,11 @@ async def revoke_token(token_id: FromPath[str], caller: CallerDep, db: DbDep) ->
         await tokens.revoke_token(
             conn, project_id=caller.require_project().id, token_id=parsed, actor=caller.actor
         )
+    # Committed: this replica forgets its cached tokens before answering, so the next request
+    # here is refused whatever the notification's delay (the others drop theirs on hearing it).
+    cache: TokenCache | None = request.app.state.get("token_cache")
+    if cache is not None:
+        cache.drop_all()
 
 
 ROUTES = [create_token, list_tokens, revoke_token]

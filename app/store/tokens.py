@@ -6,6 +6,7 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
+from datetime import datetime  # noqa: TC003 - a dataclass field
 from typing import TYPE_CHECKING
 
 from app.domain.errors import AlreadyExists, NotFound
@@ -14,11 +15,13 @@ from app.domain.resources import Token, TokenCreated
 from app.store.audit import record_event
 from app.store.paging import Position, fetch_page
 from app.store.queries import QUERIES
+from app.store.token_cache import CachedToken
 
 if TYPE_CHECKING:
     import asyncpg
 
-    from app.store.db import Connection
+    from app.store.db import Connection, Database
+    from app.store.token_cache import TokenCache
 
 TOKEN_PREFIX = "aicp_"
 NIL_UUID = uuid.UUID(int=0)
@@ -43,11 +46,48 @@ class TokenIdentity:
     role: str
     revoked: bool
     expired: bool
+    expires_at: datetime | None
 
 
 async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
     """The token with this secret, or None when no token has it."""
-    row = await conn.fetchrow(QUERIES["authenticate_token"], digest(secret))
+    return await _read_token(conn, digest(secret))
+
+
+async def authenticate_cached(
+    db: Database, cache: TokenCache | None, secret: str
+) -> TokenIdentity | None:
+    """`authenticate`, answered from `cache` when it holds the token (no database round trip).
+
+    A valid token read from the database is cached; see app/store/token_cache.py for when a
+    cached answer stops being used (any change to any token, a lost LISTEN connection, expiry).
+    """
+    key = digest(secret)
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return TokenIdentity(
+                id=hit.id,
+                project_id=hit.project_id,
+                project_name=hit.project_name,
+                role=hit.role,
+                revoked=False,
+                expired=False,
+                expires_at=hit.expires_at,
+            )
+    generation = cache.generation if cache is not None else 0
+    async with db.connection() as conn:
+        found = await _read_token(conn, key)
+    if cache is not None and found is not None and not (found.revoked or found.expired):
+        cached = CachedToken(
+            found.id, found.project_id, found.project_name, found.role, found.expires_at
+        )
+        cache.put(key, cached, generation)
+    return found
+
+
+async def _read_token(conn: Connection, key: bytes) -> TokenIdentity | None:
+    row = await conn.fetchrow(QUERIES["authenticate_token"], key)
     if row is None:
         return None
     return TokenIdentity(
@@ -57,6 +97,7 @@ async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
         role=row["role"],
         revoked=row["revoked"],
         expired=row["expired"],
+        expires_at=row["expires_at"],
     )
 
 
@@ -133,8 +174,8 @@ async def revoke_token(
 ) -> None:
     """Revoke a token of this project (idempotent); 404 when the project has no such token.
 
-    Authentication reads the token row on every request, so the revocation holds from the
-    next request on, on every replica. ``aicp_tokens`` is notified for any cache that may exist.
+    The update notifies ``aicp_tokens`` (trigger of migration 0008): every replica's token
+    cache drops itself when it hears that; the caller drops its own after the commit.
     """
     row = await conn.fetchrow(QUERIES["revoke_token"], token_id, project_id)
     if row is None:

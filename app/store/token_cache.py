@@ -1,0 +1,169 @@
+"""Project tokens that authenticated recently, kept in memory while every change is heard.
+
+Without it, every request with a project token spends one database round trip on the token
+(`authenticate_token`) before its own work. With it, a token seen valid is served from memory
+until anything changes any token: the database notifies `aicp_tokens` on every update, delete
+or truncate of `api_tokens` (trigger of migration 0008: a revocation, a project's tokens going
+with the project, an operator's own SQL), and every replica drops its whole cache when it hears
+that. So:
+
+* on the replica that revoked, the revocation holds from the next request on: the API drops
+  the cache itself once the revoking transaction committed (`drop_all`), before answering;
+* on every other replica, it holds once the notification arrives (milliseconds);
+* the cache is used only while its LISTEN connection is up. When the connection is lost the
+  cache is dropped and bypassed (every request reads the database, as without a cache) until a
+  new connection listens; the cache starts empty then. A notification sent while nobody
+  listened can therefore never keep a revoked token alive.
+
+A lookup that raced a change cannot store a stale answer: `generation` is read before the
+database read and `put` ignores the answer if a drop happened in between. Expiry is checked on
+every hit against the token's `expires_at`. Only valid tokens are cached (a revoked, expired or
+unknown token reads the database every time), and at most `max_entries` (then the cache starts
+over). The connection is watched like the doorbell's: a termination callback (the server closed
+it) and a probe query every `probe_interval` seconds (a path that died silently: then a change
+may go unheard for up to `probe_interval + probe_timeout`, 2 s by default, before the cache is
+dropped); it reconnects with a capped, jittered backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import uuid
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "aicp_tokens"
+
+
+@dataclass(frozen=True)
+class CachedToken:
+    """A valid project token, as `authenticate_token` read it."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    project_name: str
+    role: str
+    expires_at: datetime | None
+
+
+class TokenCache:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        max_entries: int = 10_000,
+        probe_interval: float = 1.0,
+        probe_timeout: float = 1.0,
+        application_name: str = "aicp token cache",
+    ) -> None:
+        self.dsn = dsn  # read at every (re)connect
+        self._entries: dict[bytes, CachedToken] = {}
+        self.max_entries = max_entries
+        self.probe_interval = probe_interval
+        self.probe_timeout = probe_timeout
+        self.application_name = application_name
+        self.generation = 0
+        self.listening = asyncio.Event()
+        self.connects = 0
+        self.drops = 0
+        self.backend_pid: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, digest: bytes) -> CachedToken | None:
+        """The cached token with this digest, if it is cached, unexpired and the cache live."""
+        if not self.listening.is_set():
+            return None
+        found = self._entries.get(digest)
+        if found is None:
+            return None
+        if found.expires_at is not None and found.expires_at <= datetime.now(UTC):
+            del self._entries[digest]
+            return None
+        return found
+
+    def put(self, digest: bytes, token: CachedToken, generation: int) -> None:
+        """Remember `token`, read from the database when `self.generation` was `generation`."""
+        if generation != self.generation or not self.listening.is_set():
+            return  # a change (or a lost connection) came between the read and now
+        if len(self._entries) >= self.max_entries:
+            self._entries.clear()
+        self._entries[digest] = token
+
+    def drop_all(self) -> None:
+        """Forget every token; lookups already under way will not store their answers."""
+        self._entries.clear()
+        self.generation += 1
+        self.drops += 1
+
+    async def run(self) -> None:
+        """Listen forever, reconnecting after every loss; only cancellation ends it."""
+        failures = 0
+        while True:
+            conn: asyncpg.Connection[Any] | None = None
+            try:
+                conn = await asyncpg.connect(
+                    self.dsn,
+                    timeout=self.probe_timeout * 2,
+                    server_settings={"application_name": self.application_name},
+                )
+                failures = 0
+                await self._listen(conn)
+                cause = "closed by the server"
+            except Exception as exc:
+                cause = f"{type(exc).__name__}: {exc}"
+            finally:
+                # First stop serving from memory, then forget: nothing heard from here on.
+                self.listening.clear()
+                self.drop_all()
+                self.backend_pid = None
+                if conn is not None:
+                    await _close(conn)
+            failures += 1
+            delay = min(2.0, 0.1 * 2 ** (failures - 1)) * random.uniform(0.5, 1.0)
+            log.warning(
+                "token cache connection lost or refused (%s); every request reads its token "
+                "from the database until it reconnects (in %.2fs)",
+                cause,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    async def _listen(self, conn: asyncpg.Connection[Any]) -> None:
+        lost = asyncio.Event()
+        conn.add_termination_listener(lambda _conn: lost.set())
+        await conn.add_listener(CHANNEL, self._notified)
+        self.backend_pid = conn.get_server_pid()
+        self.connects += 1
+        self.drop_all()  # anything cached before this connection listened is not trusted
+        self.listening.set()
+        while not lost.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(lost.wait(), self.probe_interval)
+                break
+            await conn.fetchval(QUERIES["ping"], timeout=self.probe_timeout)
+
+    def _notified(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
+        self.drop_all()
+
+
+async def _close(conn: asyncpg.Connection[Any]) -> None:
+    if conn.is_closed():
+        return
+    try:
+        await asyncio.wait_for(conn.close(), 2.0)
+    except Exception:  # already broken: drop it without the goodbye
+        conn.terminate()
