@@ -750,6 +750,52 @@ SET owner = excluded.owner,
 WHERE l.expires_at <= now()
 RETURNING l.kind, l.resource_id, l.epoch;
 
+-- name: lease_next_expiry
+-- The sweep's alarm: seconds until the soonest live lease of another owner (or of an earlier
+-- incarnation of this one) on a resource that needs work expires; NULL when there is none. The
+-- sweep wakes then instead of at its next tick, so a dead replica's leases are taken over as
+-- they expire. A live peer renews every TTL / 3, so its leases never come due sooner than two
+-- thirds of the TTL: in steady state this adds no sweeps. $1 owner, $2 incarnation.
+-- Each arm walks the partial index of resources needing work (the sweep's own) in key order and
+-- looks each one's lease up by key, over the first 10,000 per kind: the planner walks a partial
+-- index only under a LIMIT (it cannot estimate `generation <> observed_generation`), and the
+-- bound caps the cost. Beyond it the alarm only samples: a dead replica's leases share the
+-- expiry of its last renewal, so any one in the sample wakes the sweep, which then claims them
+-- all; what the sample misses waits for the next tick, as without the alarm.
+SELECT extract(epoch FROM min(soonest) - now())::float8 AS seconds FROM (
+    SELECT min(soonest) AS soonest FROM (
+        SELECT (SELECT l.expires_at FROM leases l
+                WHERE l.kind = 'workload' AND l.resource_id = w.id AND l.expires_at > now()
+                  AND (l.owner <> $1 OR l.incarnation <> $2)) AS soonest
+        FROM workloads w
+        WHERE w.generation <> w.observed_generation
+           OR w.deletion_requested_at IS NOT NULL
+           OR w.state NOT IN ('SUCCEEDED', 'FAILED')
+        ORDER BY w.id
+        LIMIT 10000
+    ) AS workload_leases
+    UNION ALL
+    SELECT min(soonest) FROM (
+        SELECT (SELECT l.expires_at FROM leases l
+                WHERE l.kind = 'pool' AND l.resource_id = c.id AND l.expires_at > now()
+                  AND (l.owner <> $1 OR l.incarnation <> $2)) AS soonest
+        FROM compute_pools c
+        WHERE c.generation <> c.observed_generation OR c.deletion_requested_at IS NOT NULL
+        ORDER BY c.updated_at
+        LIMIT 10000
+    ) AS pool_leases
+    UNION ALL
+    SELECT min(soonest) FROM (
+        SELECT (SELECT l.expires_at FROM leases l
+                WHERE l.kind = 'project' AND l.resource_id = p.id AND l.expires_at > now()
+                  AND (l.owner <> $1 OR l.incarnation <> $2)) AS soonest
+        FROM projects p
+        WHERE p.generation <> p.observed_generation OR p.deletion_requested_at IS NOT NULL
+        ORDER BY p.updated_at
+        LIMIT 10000
+    ) AS project_leases
+) AS per_kind;
+
 -- name: lease_renew_all
 -- The lease keeper: extend every live lease of this owner. A lease missing from the result
 -- expired or moved to a peer, and is dropped locally. Expired leases are not revived: this owner

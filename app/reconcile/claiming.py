@@ -9,9 +9,11 @@ and queues their keys:
 - `Sweeper`: every `interval` seconds (or at once when kicked, e.g. after the listener
   reconnected), claim a bounded batch of resources that need work and have no live lease. It
   catches lost doorbells, takes over from dead replicas, and keeps draining while batches come
-  back full. After the doorbell reconnects it also replays the resources this replica holds
-  whose spec or deletion changed during the gap: their doorbells were lost, and the sweep does
-  not look at resources with a live lease.
+  back full. When a peer's lease on a resource that needs work expires before the next tick,
+  it sweeps just after that expiry instead: a dead replica's leases are taken over as they
+  expire, not up to an interval later. After the doorbell reconnects it also replays the
+  resources this replica holds whose spec or deletion changed during the gap: their doorbells
+  were lost, and the sweep does not look at resources with a live lease.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ if TYPE_CHECKING:
     OnGranted = Callable[[list[Grant], float], None]
 
 log = logging.getLogger(__name__)
+
+#: A sweep waiting for a peer's lease to expire wakes this long after the expiry the database
+#: reported (the time the answer took to arrive is on top), and never sooner than MIN_PAUSE
+#: after the previous sweep.
+EXPIRY_MARGIN = 0.02
+MIN_PAUSE = 0.01
 
 
 class Claimer:
@@ -110,6 +118,9 @@ class Sweeper:
         self._replay_due = False
         self.sweeps = 0
         self.failures = 0  # consecutive failed sweeps
+        # Seconds (as of the last sweep) until a peer's lease on a resource needing work
+        # expires; None when none does.
+        self.next_expiry: float | None = None
 
     def kick(self) -> None:
         """Sweep now rather than at the next tick (e.g. doorbells may have been missed)."""
@@ -145,7 +156,15 @@ class Sweeper:
             if len(grants) >= self.batch:
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.interval)
+                await asyncio.wait_for(self._kick.wait(), self.pause())
+
+    def pause(self) -> float:
+        """How long to wait before the next sweep: the interval, or less when a peer's lease on
+        a resource that needs work expires sooner (a little after it, as the database's clock
+        decides expiry)."""
+        if self.next_expiry is None:
+            return self.interval
+        return min(self.interval, max(MIN_PAUSE, self.next_expiry + EXPIRY_MARGIN))
 
     async def sweep_once(self) -> list[Grant]:
         """One sweep statement (and the lag probe); return the leases won."""
@@ -163,6 +182,11 @@ class Sweeper:
             self._on_granted(grants, sent)
         if self._on_lag is not None:
             self._on_lag(await leases.lag_seconds(self._db.pool))
+        self.next_expiry = None
+        if len(grants) < self.batch:  # a full batch sweeps again at once anyway
+            self.next_expiry = await leases.next_expiry(
+                self._db.pool, owner=book.owner, incarnation=book.incarnation
+            )
         return grants
 
     async def replay_held(self) -> list[ResourceKey]:

@@ -93,6 +93,13 @@ async def claim_due(
     return _grants(await db.fetch(QUERIES["lease_claim_due"], owner, ttl, batch, incarnation))
 
 
+async def next_expiry(db: Db, *, owner: str, incarnation: str = "") -> float | None:
+    """Seconds until the soonest live lease held by someone else on a resource that needs work
+    expires (None: there is none); the sweep wakes then."""
+    seconds = await db.fetchval(QUERIES["lease_next_expiry"], owner, incarnation)
+    return None if seconds is None else float(seconds)
+
+
 async def renew_all(
     db: Db,
     *,

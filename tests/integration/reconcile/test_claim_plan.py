@@ -1,8 +1,11 @@
-"""The sweep's claim statement reads partial indexes, not whole tables."""
+"""The sweep's statements (its claim, and its alarm for the next expiry of a peer's lease) read
+partial indexes, not whole tables."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from app.store.db import Database
 from app.store.queries import QUERIES
@@ -20,8 +23,15 @@ def scans(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
     return found
 
 
-async def test_the_sweep_claim_reads_the_needing_work_indexes_not_whole_tables(
-    db: Database,
+@pytest.mark.parametrize(
+    ("query", "args"),
+    [
+        ("lease_claim_due", ("me", 15.0, 100, "")),
+        ("lease_next_expiry", ("me", "")),
+    ],
+)
+async def test_the_sweep_reads_the_needing_work_indexes_not_whole_tables(
+    db: Database, query: str, args: tuple[Any, ...]
 ) -> None:
     async with db.connection() as conn:
         # Thousands of converged, finished rows holding old leases, and a few that need work:
@@ -58,9 +68,7 @@ async def test_the_sweep_claim_reads_the_needing_work_indexes_not_whole_tables(
             ANALYZE;
             """
         )
-        [plan] = await conn.fetchval(
-            "EXPLAIN (FORMAT JSON) " + QUERIES["lease_claim_due"], "me", 15.0, 100, ""
-        )
+        [plan] = await conn.fetchval("EXPLAIN (FORMAT JSON) " + QUERIES[query], *args)
 
     found = scans(plan["Plan"])
     used = {index for _, _, index in found}

@@ -338,3 +338,29 @@ async def test_a_replica_restarted_under_the_same_owner_takes_its_old_leases_ove
     assert run.epoch == 5  # a new incarnation is a new owner: the old fence no longer fits
     assert engine.keeper.strays_released == 0  # nothing was renewed only to be released
     assert engine.holds("workload", key.id)
+
+
+async def test_a_dead_peers_lease_is_taken_over_as_it_expires_not_at_the_next_sweep_tick(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    """The sweep wakes when a peer's lease on a resource that needs work runs out: a dead
+    replica's work moves at its lease's expiry, even with a sweep interval far longer."""
+    [key] = await add_workloads(db, notify=False)
+    async with db.connection() as conn:
+        # A replica that died holding the workload: its lease runs out in 1.5 s.
+        await conn.execute(
+            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
+            " VALUES ('workload', $1, 'dead-peer', 2, now() + interval '1.5 seconds')",
+            key.id,
+        )
+    expires = await _expiry(db, key)
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(sweep_interval=30.0))
+
+    run = await wait_until(lambda: next(iter(recorder.runs), None), timeout=10, interval=0.01)
+    async with db.connection() as conn:
+        late = await conn.fetchval(
+            "SELECT extract(epoch FROM now() - $1::timestamptz)::float8", expires
+        )
+    assert run.key == key and run.owner == engine.owner and run.epoch == 3
+    assert late < 1.0, late  # at the expiry, not at the 30 s tick
