@@ -4,7 +4,8 @@
 Kubernetes settings (always under `python -m app serve|dev`; tests may run the API alone):
 
     start: connect the client → informers + steps installed → informers started →
-           (in the background) every informer synced → engine started
+           (in the background) a dead earlier run's leases released → every informer
+           synced → engine started
     stop:  engine stopped (steps finish, leases released) → informers stopped → client closed
 
 The engine starts only after the first lists, so no step reads an unsynced cache (steps would
@@ -108,6 +109,9 @@ class ReconcilingComponent:
 
     async def _run_engine_when_synced(self, informers: Informers) -> None:
         """Start the engine once every informer has listed; return when it has closed."""
+        # After a crash-restart under the same instance id, the dead run's leases go to the
+        # peers now, while the informers list (seconds under load), not once they are synced.
+        await self.engine.release_predecessors()
         await informers.wait_synced()
         log.info("informers synced; starting the reconcile engine")
         await self.engine.start()

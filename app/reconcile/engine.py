@@ -209,7 +209,7 @@ class Reconciler:
         refuses; raises TimeoutError after `start_timeout` seconds without success."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.start_timeout
-        await self._release_predecessors(deadline)
+        await self._release_predecessors(deadline)  # if release_predecessors() was not called
         self._intake = [
             self._spawn(self.doorbell.run(), "reconcile-doorbell"),
             self._spawn(self.claimer.run(), "reconcile-claimer"),
@@ -233,6 +233,14 @@ class Reconciler:
         self._intake.append(self._spawn(self.sweeper.run(), "reconcile-sweeper"))
         self._supervisor = self._spawn(self._supervise(), "reconcile-supervisor")
         log.info("reconcile engine %s started with %d workers", self.owner, self.config.workers)
+
+    async def release_predecessors(self) -> None:
+        """Expire (and ring for) the live leases of a dead earlier run of this instance id, so
+        peers take them over now. Call it as early as the database allows, before whatever
+        makes the start slow (the informers' first lists): `start()` does it too, but only once
+        they are synced. Retries while the database is unavailable, up to `start_timeout`."""
+        loop = asyncio.get_running_loop()
+        await self._release_predecessors(loop.time() + self.config.start_timeout)
 
     async def _release_predecessors(self, deadline: float) -> None:
         """Expire what a dead incarnation of this owner still holds, retrying until `deadline`
