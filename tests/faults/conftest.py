@@ -37,11 +37,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "full_only: a fault scenario only `make test-faults` runs")
+    config.addinivalue_line("markers", "kubesim(nodes, gpus_per_node): the simulated cluster size")
 
 
 @pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[Kubesim]:
-    sim = await Kubesim.start(tmp_path)
+async def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Kubesim]:
+    """A kubesim process; `@pytest.mark.kubesim(nodes=..., gpus_per_node=...)` sizes it."""
+    marker = request.node.get_closest_marker("kubesim")
+    sim = await Kubesim.start(tmp_path, **(marker.kwargs if marker else {}))
     try:
         yield sim
     finally:

@@ -9,14 +9,24 @@ exactly one `JobCreated` and one `EvidenceRecorded` each.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import time
+from collections import Counter
 
 import pytest
 
 from tests.faults.conftest import BURST, ReplicaFactory
-from tests.faults.figures import record
+from tests.faults.figures import p50, record
 from tests.faults.history import JobHistory
+from tests.faults.leases import (
+    claims,
+    incarnations,
+    lease_expiries,
+    none_live,
+    peer_holds_all_unfinished,
+    taken_over,
+)
 from tests.faults.workloads import (
     Answers,
     Database,
@@ -31,83 +41,121 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.timeout(600)
 
 LEASE_TTL = 3.0
+#: Submissions leased to the replica killed in the 1,000-lease takeover: every one runs at
+#: once (as many GPUs) for 20 s, so all are held when it dies, and a few spare.
+THOUSAND = 1050
 
 
-async def _incarnations(db: Database, owner: str) -> dict[str, set[str]]:
-    """Incarnation → the resources its live leases cover."""
-    rows = await db.fetch(
-        "SELECT incarnation, resource_id::text AS id FROM leases"
-        " WHERE owner = $1 AND expires_at > now()",
-        owner,
-    )
-    found: dict[str, set[str]] = {}
-    for row in rows:
-        found.setdefault(row["incarnation"], set()).add(row["id"])
-    return found
-
-
-async def _taken_over(db: Database, resources: set[str], dead: str) -> bool:
-    """Every resource either finished or leased live by an incarnation other than `dead`."""
-    rows = await db.fetch(
-        "SELECT w.id::text AS id, w.state, l.incarnation, l.expires_at > now() AS live"
-        " FROM workloads w LEFT JOIN leases l ON l.kind = 'workload' AND l.resource_id = w.id"
-        " WHERE w.id::text = ANY($1::text[])",
-        list(resources),
-    )
-    for row in rows:
-        if row["state"] in ("SUCCEEDED", "FAILED"):
-            continue
-        if not row["live"] or row["incarnation"] == dead:
-            return False
-    return True
-
-
-async def test_kill_9_in_a_burst_then_a_restart_under_the_same_id_loses_and_doubles_nothing(
-    replica: ReplicaFactory, history: JobHistory, db: Database
-) -> None:
+async def _kill_9_and_restart(
+    replica: ReplicaFactory,
+    history: JobHistory,
+    db: Database,
+    *,
+    burst: int,
+    scenario: str,
+    through_both: bool,
+    accelerators: int = 32,
+    run_seconds: float = 3.0,
+) -> float:
+    """kill -9 one of two replicas in a burst, restart it under the same id, and time the
+    takeover of what it held; return the takeover time. With `through_both`, the burst goes to
+    both replicas and the kill comes halfway through it; otherwise every submission goes to
+    the one killed (so it holds all of them) and the kill comes once all are accepted."""
     a, b = replica("replica-a", lease_ttl=LEASE_TTL), replica("replica-b", lease_ttl=LEASE_TTL)
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await setup_pool([a, b], answers, accelerators)
 
-    names = [f"crash-{n}" for n in range(BURST)]
-    burst = asyncio.create_task(submit_burst([a, b], answers, names, run_seconds=3.0))
-    await wait_until(lambda: len(answers.accepted) >= BURST // 2, timeout=120)
-    before = await _incarnations(db, "replica-a")
+    names = [f"crash-{n}" for n in range(burst)]
+    targets = [a, b] if through_both else [a]
+    started = time.monotonic()
+    burst_task = asyncio.create_task(submit_burst(targets, answers, names, run_seconds=run_seconds))
+    if through_both:
+        await wait_until(lambda: len(answers.accepted) >= burst // 2, timeout=120)
+    else:
+        await burst_task
+    submitted = time.monotonic() - started
+    before = await incarnations(db, "replica-a")
     [(dead, held)] = before.items()
     a.kill()
     killed = time.monotonic()
+    expiries = await lease_expiries(db, "replica-a")  # the dead process renews nothing more
+    probed = time.monotonic() - killed
     assert await a.wait_exit() == -signal.SIGKILL
     # The same instance id, as a container restart in the same pod; the takeover is timed
     # while it starts.
     restart = asyncio.create_task(a.start())
     await wait_until(
-        lambda: _taken_over(db, held, dead), timeout=30, interval=0.05, message="takeover"
+        lambda: taken_over(db, held, dead), timeout=60, interval=0.05, message="takeover"
     )
     takeover = time.monotonic() - killed
+    new_owners = await claims(db, held, LEASE_TTL)
+    since_kill = time.monotonic() - killed
+    # Per lease: when it expired and when its new owner claimed it, both after the kill.
+    expired_at = {r: probed + left for r, left in expiries.items()}
+    claimed_at = {
+        r: since_kill - ago for r, (who, ago) in new_owners.items() if not who.endswith(dead)
+    }
+    lags = [claimed_at[r] - expired_at[r] for r in claimed_at if r in expired_at]
+    by = Counter(who for who, _ in new_owners.values())
     await restart
     restarted = time.monotonic() - killed
-    await burst
-    converged = await wait_converged(db, answers.accepted)
+    await burst_task
+    converged = await wait_converged(db, answers.accepted, timeout=600)
 
     await assert_invariants(db, history, answers.accepted)
     answers.assert_no_server_errors()
-    # The target is TTL + 1 s and the figure is recorded (docs/RELIABILITY.md); asserted here
-    # only within what tells a takeover by expiry from one that waits for a restart or resync,
-    # since a small shared machine adds the time the saturated peer needs to claim the leases.
-    assert takeover <= LEASE_TTL + 5.0, takeover
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     record(
-        "kill-9 + same-id restart",
-        burst=BURST,
+        scenario,
+        burst=burst,
+        submitted_s=round(submitted, 2),
         held_at_kill=len(held),
         restart_s=round(restarted, 2),
         takeover_s=round(takeover, 2),
         lease_ttl_s=LEASE_TTL,
+        last_expiry_s=round(max(expired_at.values(), default=0.0), 2),
+        claim_after_expiry_p50_s=p50(lags),
+        claim_after_expiry_max_s=round(max(lags, default=0.0), 3),
+        claimed_by=json.dumps(dict(by)),
         converged_after_burst_s=round(converged, 2),
         lost_answers=answers.lost,
     )
+    return takeover
+
+
+async def test_kill_9_in_a_burst_then_a_restart_under_the_same_id_loses_and_doubles_nothing(
+    replica: ReplicaFactory, history: JobHistory, db: Database
+) -> None:
+    takeover = await _kill_9_and_restart(
+        replica,
+        history,
+        db,
+        burst=BURST,
+        scenario="kill-9 + same-id restart",
+        through_both=True,
+    )
+    assert takeover <= LEASE_TTL + 1.0, takeover
+
+
+@pytest.mark.full_only
+@pytest.mark.timeout(900)
+@pytest.mark.kubesim(nodes=36, gpus_per_node=32)  # every workload runs at once
+async def test_a_dead_replicas_thousand_leases_are_taken_over_within_the_ttl_and_a_second(
+    replica: ReplicaFactory, history: JobHistory, db: Database
+) -> None:
+    takeover = await _kill_9_and_restart(
+        replica,
+        history,
+        db,
+        burst=THOUSAND,
+        scenario="kill-9 of a replica holding 1,000 leases + same-id restart",
+        through_both=False,
+        accelerators=THOUSAND,
+        run_seconds=20.0,
+    )
+    assert takeover <= LEASE_TTL + 1.0, takeover
 
 
 async def test_a_replica_frozen_past_its_lease_ttl_lands_no_stale_kubernetes_write(
@@ -126,11 +174,11 @@ async def test_a_replica_frozen_past_its_lease_ttl_lands_no_stale_kubernetes_wri
     await wait_until(lambda: jobs_created(history, 3), timeout=30, interval=0.005)
     a.signal(signal.SIGSTOP)  # mid-step: Jobs are being created
     stopped = time.monotonic()
-    owned = await _incarnations(db, "replica-a")
+    owned = await incarnations(db, "replica-a")
     # Frozen until its leases have expired and the peer holds everything unfinished.
-    await wait_until(lambda: _none_live(db, "replica-a"), timeout=30, interval=0.05)
+    await wait_until(lambda: none_live(db, "replica-a"), timeout=30, interval=0.05)
     expired = time.monotonic() - stopped
-    await wait_until(lambda: _peer_holds_all_unfinished(db, "replica-b"), timeout=30, interval=0.05)
+    await wait_until(lambda: peer_holds_all_unfinished(db, "replica-b"), timeout=30, interval=0.05)
     frozen_for = time.monotonic() - stopped
     a.signal(signal.SIGCONT)
     converged = await wait_converged(db, answers.accepted)
@@ -150,10 +198,6 @@ async def test_a_replica_frozen_past_its_lease_ttl_lands_no_stale_kubernetes_wri
     )
 
 
-async def _none_live(db: Database, owner: str) -> bool:
-    return await db.held_by(owner) == 0
-
-
 @pytest.mark.full_only
 async def test_sigterm_hands_every_lease_to_the_peer_at_once(
     replica: ReplicaFactory, history: JobHistory, db: Database
@@ -170,9 +214,9 @@ async def test_sigterm_hands_every_lease_to_the_peer_at_once(
 
     a.signal(signal.SIGTERM)
     sent = time.monotonic()
-    await wait_until(lambda: _none_live(db, "replica-a"), timeout=30, interval=0.02)
+    await wait_until(lambda: none_live(db, "replica-a"), timeout=30, interval=0.02)
     released = time.monotonic() - sent
-    await wait_until(lambda: _peer_holds_all_unfinished(db, "replica-b"), timeout=30, interval=0.02)
+    await wait_until(lambda: peer_holds_all_unfinished(db, "replica-b"), timeout=30, interval=0.02)
     handoff = time.monotonic() - sent
     assert await a.wait_exit() == 0
     converged = await wait_converged(db, answers.accepted)
@@ -189,14 +233,3 @@ async def test_sigterm_hands_every_lease_to_the_peer_at_once(
         lease_ttl_s=15.0,
         converged_s=round(converged, 2),
     )
-
-
-async def _peer_holds_all_unfinished(db: Database, peer: str) -> bool:
-    rows = await db.fetch(
-        "SELECT count(*) AS n FROM workloads w"
-        " WHERE w.state NOT IN ('SUCCEEDED', 'FAILED') AND NOT EXISTS ("
-        "  SELECT 1 FROM leases l WHERE l.kind = 'workload' AND l.resource_id = w.id"
-        "  AND l.owner = $1 AND l.expires_at > now())",
-        peer,
-    )
-    return int(rows[0]["n"]) == 0

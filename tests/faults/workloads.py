@@ -120,7 +120,11 @@ async def setup_pool(replicas: list[Replica], answers: Answers, accelerators: in
     pool = {
         "name": POOL,
         "accelerator_class": CLASS,
-        "quota": {"accelerators": accelerators, "cpu": "512", "memory": "4Ti"},
+        "quota": {
+            "accelerators": accelerators,
+            "cpu": str(max(512, accelerators)),
+            "memory": "4Ti",
+        },
     }
     await request(
         replicas,
