@@ -51,9 +51,10 @@ fuzz: venv
 	AICP_FUZZ_CASES=$(FUZZ_CASES) $(PY) -m pytest tests/integration/api/test_schemathesis.py \
 		-q -s -p no:cacheprovider -o timeout=3600
 
-# Every fault scenario at full size (bursts of 500); `make test` runs a representative subset.
+# Every fault scenario on kubesim at full size (bursts of 500); `make test` runs a representative
+# subset. The kill -9 and SIGSTOP scenarios on the real cluster run in `make test-real`.
 test-faults: venv
-	AICP_FAULTS_FULL=1 $(PY) -m pytest tests/faults -q
+	AICP_FAULTS_FULL=1 $(PY) -m pytest tests/faults -q -m "not real_cluster"
 
 lint: venv
 	.venv/bin/ruff check app kubesim realcluster tests loadtest
