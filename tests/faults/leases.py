@@ -19,20 +19,26 @@ async def incarnations(db: Database, owner: str) -> dict[str, set[str]]:
     return found
 
 
-async def taken_over(db: Database, resources: set[str], dead: str) -> bool:
-    """Every resource either finished or leased live by an incarnation other than `dead`."""
+async def not_taken_over(db: Database, resources: set[str], dead: str) -> int:
+    """How many of `resources` are neither finished nor leased live by an incarnation other
+    than `dead`."""
     rows = await db.fetch(
         "SELECT w.id::text AS id, w.state, l.incarnation, l.expires_at > now() AS live"
         " FROM workloads w LEFT JOIN leases l ON l.kind = 'workload' AND l.resource_id = w.id"
         " WHERE w.id::text = ANY($1::text[])",
         list(resources),
     )
-    for row in rows:
-        if row["state"] in ("SUCCEEDED", "FAILED"):
-            continue
-        if not row["live"] or row["incarnation"] == dead:
-            return False
-    return True
+    return sum(
+        1
+        for row in rows
+        if row["state"] not in ("SUCCEEDED", "FAILED")
+        and (not row["live"] or row["incarnation"] == dead)
+    )
+
+
+async def taken_over(db: Database, resources: set[str], dead: str) -> bool:
+    """Every resource either finished or leased live by an incarnation other than `dead`."""
+    return await not_taken_over(db, resources, dead) == 0
 
 
 async def lease_expiries(db: Database, owner: str) -> dict[str, float]:
@@ -45,20 +51,6 @@ async def lease_expiries(db: Database, owner: str) -> dict[str, float]:
         owner,
     )
     return {r["id"]: float(r["left_s"]) for r in rows}
-
-
-async def claims(db: Database, resources: set[str], ttl: float) -> dict[str, tuple[str, float]]:
-    """Resource → (owner#incarnation, seconds ago it was claimed or last renewed) of its live
-    lease (a claim or renewal sets the expiry to the statement's time + TTL)."""
-    rows = await db.fetch(
-        "SELECT resource_id::text AS id, owner || '#' || incarnation AS who,"
-        " extract(epoch FROM clock_timestamp() - (expires_at - make_interval(secs => $2)))::float8"
-        " AS ago FROM leases"
-        " WHERE kind = 'workload' AND resource_id::text = ANY($1::text[]) AND expires_at > now()",
-        list(resources),
-        ttl,
-    )
-    return {r["id"]: (r["who"], float(r["ago"])) for r in rows}
 
 
 async def none_live(db: Database, owner: str) -> bool:

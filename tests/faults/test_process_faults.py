@@ -12,21 +12,22 @@ import asyncio
 import json
 import signal
 import time
-from collections import Counter
+from datetime import datetime
+from typing import Any
 
 import pytest
 
 from tests.faults.conftest import BURST, ReplicaFactory
-from tests.faults.figures import p50, record
+from tests.faults.figures import record
 from tests.faults.history import JobHistory
 from tests.faults.leases import (
-    claims,
     incarnations,
     lease_expiries,
     none_live,
+    not_taken_over,
     peer_holds_all_unfinished,
-    taken_over,
 )
+from tests.faults.processes import Replica
 from tests.faults.workloads import (
     Answers,
     Database,
@@ -79,26 +80,23 @@ async def _kill_9_and_restart(
     before = await incarnations(db, "replica-a")
     [(dead, held)] = before.items()
     a.kill()
-    killed = time.monotonic()
+    killed, wall_killed = time.monotonic(), time.time()
     expiries = await lease_expiries(db, "replica-a")  # the dead process renews nothing more
     probed = time.monotonic() - killed
     assert await a.wait_exit() == -signal.SIGKILL
     # The same instance id, as a container restart in the same pod; the takeover is timed
     # while it starts.
     restart = asyncio.create_task(a.start())
-    await wait_until(
-        lambda: taken_over(db, held, dead), timeout=60, interval=0.05, message="takeover"
-    )
-    takeover = time.monotonic() - killed
-    new_owners = await claims(db, held, LEASE_TTL)
-    since_kill = time.monotonic() - killed
-    # Per lease: when it expired and when its new owner claimed it, both after the kill.
-    expired_at = {r: probed + left for r, left in expiries.items()}
-    claimed_at = {
-        r: since_kill - ago for r, (who, ago) in new_owners.items() if not who.endswith(dead)
-    }
-    lags = [claimed_at[r] - expired_at[r] for r in claimed_at if r in expired_at]
-    by = Counter(who for who, _ in new_owners.values())
+    # How many are left to take over, polled until none: the timeline of the takeover.
+    timeline: list[tuple[float, int]] = []
+
+    async def done() -> bool:
+        left = await not_taken_over(db, held, dead)
+        timeline.append((time.monotonic() - killed, left))
+        return left == 0
+
+    await wait_until(done, timeout=60, interval=0.02, message="takeover")
+    takeover = timeline[-1][0]
     await restart
     restarted = time.monotonic() - killed
     await burst_task
@@ -107,6 +105,7 @@ async def _kill_9_and_restart(
     await assert_invariants(db, history, answers.accepted)
     answers.assert_no_server_errors()
     await asyncio.gather(a.wait_ready(), b.wait_ready())
+    at_target = next((n for t, n in timeline if t >= LEASE_TTL + 1.0), 0)
     record(
         scenario,
         burst=burst,
@@ -115,14 +114,36 @@ async def _kill_9_and_restart(
         restart_s=round(restarted, 2),
         takeover_s=round(takeover, 2),
         lease_ttl_s=LEASE_TTL,
-        last_expiry_s=round(max(expired_at.values(), default=0.0), 2),
-        claim_after_expiry_p50_s=p50(lags),
-        claim_after_expiry_max_s=round(max(lags, default=0.0), 3),
-        claimed_by=json.dumps(dict(by)),
+        last_expiry_s=round(probed + max(expiries.values(), default=0.0), 2),
+        first_taken_s=round(next((t for t, n in timeline if n < len(held)), 0.0), 2),
+        left_at_ttl_plus_1s=at_target,
+        # The peer's sweeps that claimed leases after the kill: seconds after it, leases,
+        # statement time (ms), how late the sweep task ran (ms: the event loop's lag).
+        peer_sweeps=json.dumps(_sweeps_after(b, wall_killed, takeover + 0.5)),
+        # When the restarted process expired its predecessor's leases (seconds after the kill).
+        restart_released_s=json.dumps(
+            [round(_at(line) - wall_killed, 2) for line in a.logged("left by an earlier run")]
+        ),
         converged_after_burst_s=round(converged, 2),
         lost_answers=answers.lost,
     )
     return takeover
+
+
+def _at(line: dict[str, Any]) -> float:
+    """A log line's time (epoch seconds)."""
+    return datetime.fromisoformat(str(line["ts"]).replace("Z", "+00:00")).timestamp()
+
+
+def _sweeps_after(replica: Replica, since: float, until: float) -> list[list[float]]:
+    """[seconds after `since`, leases, statement ms, lateness ms] of each sweep that claimed
+    leases from `since` to `until` seconds after it."""
+    found = []
+    for line in replica.logged("sweep claimed"):
+        if 0 <= (at := _at(line)) - since <= until:
+            words = str(line["msg"]).split()
+            found.append([round(at - since, 2), int(words[2]), float(words[7]), float(words[11])])
+    return found
 
 
 async def test_kill_9_in_a_burst_then_a_restart_under_the_same_id_loses_and_doubles_nothing(
