@@ -168,6 +168,8 @@ async def measure_all(conn: asyncpg.Connection) -> dict[str, Measured]:
     cases: dict[str, tuple[Any, ...]] = {
         # the sweep, every sweep interval, on every replica
         "lease_claim_due": (OWNER, TTL, 100, INCARNATION),
+        # the sweep's alarm for the next expiry of a peer's lease, after each sweep
+        "lease_next_expiry": (OWNER, INCARNATION),
         # a doorbell batch of 50 keys, and the lease a create takes in its own transaction
         "lease_claim_keys": (["workload"] * len(keys), keys, OWNER, TTL, INCARNATION),
         "lease_take_new": ("workload", one_new, OWNER, TTL, INCARNATION),

@@ -120,6 +120,7 @@ def test_finished_rows_plans_prints_each_periodic_query_at_each_size(pg_server_u
     rows = [line for line in done.stdout.splitlines() if line.startswith("| `")]
     assert [row.split("|")[1].strip(" `") for row in rows] == [
         "lease_claim_due",
+        "lease_next_expiry",
         "lease_claim_keys",
         "lease_take_new",
         "leases_held_changed",
