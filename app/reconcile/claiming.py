@@ -11,10 +11,11 @@ and queues their keys:
   catches lost doorbells, takes over from dead replicas, and keeps draining while batches come
   back full (each one twice the size of the last, up to 16 times the configured batch). When
   a peer's lease on a resource that needs work expires before the next tick, it sweeps just
-  after that expiry instead: a dead replica's leases are taken over as they expire, not up to
-  an interval later. After the doorbell reconnects it also replays the resources this replica
-  holds whose spec or deletion changed during the gap: their doorbells were lost, and the
-  sweep does not look at resources with a live lease.
+  after that expiry instead, in the largest batch: a dead replica's leases are taken over as
+  they expire, not up to an interval later, in one statement rather than many. After the
+  doorbell reconnects it also replays the resources this replica holds whose spec or deletion
+  changed during the gap: their doorbells were lost, and the sweep does not look at resources
+  with a live lease.
 """
 
 from __future__ import annotations
@@ -163,14 +164,19 @@ class Sweeper:
                 # larger batch, up to MAX_BATCH_GROWTH times the configured one.
                 self.claiming = min(self.claiming * 2, self.batch * MAX_BATCH_GROWTH)
                 continue
-            self.claiming = self.batch
             pause = self.pause()
+            # Woken by the alarm, the sweep is there for a peer's expiring leases: a dead
+            # replica's, all at once, so it claims in the largest batch from the start.
+            alarm = pause < self.interval
+            self.claiming = self.batch
             began = self._book.now()
             try:
                 await asyncio.wait_for(self._kick.wait(), pause)
             except TimeoutError:
                 # How much later than planned this task ran again: the event loop's lag.
                 self.woke_late = max(0.0, self._book.now() - began - pause)
+                if alarm:
+                    self.claiming = self.batch * MAX_BATCH_GROWTH
             else:
                 self.woke_late = 0.0
 

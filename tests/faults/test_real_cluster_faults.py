@@ -143,7 +143,7 @@ async def test_kill_9_in_a_burst_on_the_real_cluster_then_a_same_id_restart(
         converged_after_burst_s=round(converged, 2),
         job_events=len(real_history.changes),
     )
-    assert takeover <= LEASE_TTL + 2.0, takeover
+    assert takeover <= LEASE_TTL + 5.0, takeover  # as on kubesim: expiry, not a restart
 
 
 async def test_a_replica_frozen_past_its_ttl_lands_no_stale_write_on_the_real_cluster(

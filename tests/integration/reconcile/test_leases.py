@@ -364,3 +364,28 @@ async def test_a_dead_peers_lease_is_taken_over_as_it_expires_not_at_the_next_sw
         )
     assert run.key == key and run.owner == engine.owner and run.epoch == 3
     assert late < 1.0, late  # at the expiry, not at the 30 s tick
+
+
+async def test_a_dead_peers_many_leases_are_claimed_in_a_few_large_batches(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    """The sweep the alarm wakes claims in the largest batch (16 times the configured one),
+    and full batches keep it sweeping: 250 leases move in two statements, not 25."""
+    keys = await add_workloads(db, 250, notify=False)
+    async with db.connection() as conn:
+        await conn.execute(
+            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
+            " SELECT 'workload', id, 'dead-peer', 1, now() + interval '1.5 seconds'"
+            " FROM unnest($1::uuid[]) AS id",
+            [key.id for key in keys],
+        )
+    engine = await start_engine(sweep_interval=30.0, sweep_batch=10)
+    # the sweep at start: nothing due yet, so it sets its alarm for the expiry
+    await wait_until(lambda: engine.sweeper.next_expiry is not None, timeout=5, interval=0.01)
+    before = engine.sweeper.sweeps
+
+    await wait_until(
+        lambda: all(engine.holds("workload", key.id) for key in keys), timeout=10, interval=0.01
+    )
+    # 160 (the alarm's batch), then the remaining 90 in a batch of up to 320
+    assert engine.sweeper.sweeps - before == 2
