@@ -178,9 +178,10 @@ async def measure_all(conn: asyncpg.Connection) -> dict[str, Measured]:
         # the lease keeper (every ttl/3) and its cross-check
         "lease_renew_all": (OWNER, TTL, INCARNATION),
         "leases_held_count": (OWNER,),
-        # the gauges and the lag metric, every few seconds
+        # the gauges and the lag metric, every few seconds (the finished count every 5 minutes)
         "reconcile_lag_seconds": (),
         "steps_workload_state_counts": (),
+        "steps_workload_finished_counts": (),
         "steps_stuck_deleting_counts": (),
         # the pool's usage, read by every create's capacity check and by GET of the pool
         "pool_by_name": (PROJECT_ID, "h100-pool"),
@@ -214,7 +215,7 @@ async def add_workloads(
 # Queries that read every row by what they promise (not sweep, resync or claim): reported, and
 # not a failure.
 COUNTS_EVERY_ROW = {
-    "steps_workload_state_counts": "the aicp_workloads gauge counts finished workloads too",
+    "steps_workload_finished_counts": "counts the finished rows, by definition (every 5 min)",
 }
 
 SIZES = """

@@ -616,7 +616,17 @@ JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
 WHERE b.flavor = $1 AND c.id <> $2 AND c.deletion_requested_at IS NULL;
 
 -- name: steps_workload_state_counts
-SELECT state, count(*) AS count FROM workloads GROUP BY state;
+-- Live workloads by state, every few seconds: an index-only scan of workloads_live_by_state
+-- (0009), whose predicate is this WHERE clause, so the cost follows the live rows only.
+SELECT state, count(*) AS count FROM workloads
+WHERE state NOT IN ('SUCCEEDED', 'FAILED')
+GROUP BY state;
+
+-- name: steps_workload_finished_counts
+-- Finished workloads by state: a count of every finished row (index-only), so it runs rarely.
+SELECT state, count(*) AS count FROM workloads
+WHERE state IN ('SUCCEEDED', 'FAILED')
+GROUP BY state;
 
 -- name: steps_stuck_deleting_counts
 -- Resources whose deletion was requested more than a minute ago and is not finished.

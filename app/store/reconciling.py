@@ -257,7 +257,14 @@ async def flavor_other_users(conn: Connection, flavor: str, pool_id: uuid.UUID) 
 
 
 async def workload_state_counts(conn: Connection) -> dict[str, int]:
+    """Live (unfinished) workloads by state."""
     rows = await conn.fetch(QUERIES["steps_workload_state_counts"])
+    return {r["state"]: int(r["count"]) for r in rows}
+
+
+async def workload_finished_counts(conn: Connection) -> dict[str, int]:
+    """Finished workloads by state (SUCCEEDED, FAILED): reads every finished row."""
+    rows = await conn.fetch(QUERIES["steps_workload_finished_counts"])
     return {r["state"]: int(r["count"]) for r in rows}
 
 

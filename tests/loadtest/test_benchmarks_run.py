@@ -128,6 +128,7 @@ def test_finished_rows_plans_prints_each_periodic_query_at_each_size(pg_server_u
         "leases_held_count",
         "reconcile_lag_seconds",
         "steps_workload_state_counts",
+        "steps_workload_finished_counts",
         "steps_stuck_deleting_counts",
         "pool_by_name",
     ]

@@ -35,10 +35,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp.reconcile")
 
-#: How often the gauges counted from the database (workloads by state, stuck deletions) are
-#: refreshed, at most (each is a count over its table); steps trigger the refresh, so an idle
-#: replica does not query.
+#: How often the gauges counted from the database (live workloads by state, stuck deletions)
+#: are refreshed, at most (each reads a partial index whose size follows the live rows); steps
+#: trigger the refresh, so an idle replica does not query.
 GAUGE_REFRESH_SECONDS = 15.0
+#: How often the finished workloads (SUCCEEDED, FAILED) are recounted: that count reads every
+#: finished row (540 ms for a million, loadtest/finished_rows_plans.py), and it changes slowly.
+FINISHED_GAUGE_REFRESH_SECONDS = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,7 @@ class StepContext:
     routes: PoolRoutes = field(default_factory=PoolRoutes)
     priority_classes_applied: bool = False
     _gauges_at: float = float("-inf")
+    _finished_at: float = float("-inf")
 
     @property
     def actor(self) -> str:
@@ -151,15 +155,24 @@ class StepContext:
         )
 
     async def refresh_gauges(self) -> None:
-        """Recount workloads by state and stuck deletions, at most every few seconds."""
+        """Recount live workloads by state and stuck deletions, at most every few seconds, and
+        finished workloads every few minutes."""
         now = time.monotonic()
         if now - self._gauges_at < GAUGE_REFRESH_SECONDS:
             return
         self._gauges_at = now
+        finished: dict[str, int] | None = None
         async with self.db.connection() as conn:
             states = await reconciling.workload_state_counts(conn)
             stuck = await reconciling.stuck_deleting_counts(conn)
+            if now - self._finished_at >= FINISHED_GAUGE_REFRESH_SECONDS:
+                self._finished_at = now
+                finished = await reconciling.workload_finished_counts(conn)
         for state in WorkloadState:
+            if state.is_terminal:
+                if finished is not None:
+                    WORKLOADS_BY_STATE.labels(state.value).set(finished.get(state.value, 0))
+                continue
             WORKLOADS_BY_STATE.labels(state.value).set(states.get(state.value, 0))
         for kind, count in stuck.items():
             STUCK_DELETING.labels(kind).set(count)

@@ -133,3 +133,64 @@ async def test_each_read_uses_its_index_and_scans_no_growing_table(
     assert index in {used for _, _, used in found}, found
     full = [(node, rel) for node, rel, _ in found if node == "Seq Scan" and rel in GROWING]
     assert full == []
+
+
+@pytest.fixture
+async def aged_leases(aged: dict[str, uuid.UUID], db: Database) -> dict[str, uuid.UUID]:
+    """The lease rows such a database holds: one per workload, released (owned by nobody) for
+    the finished ones, live and held by replica-a for the live ones."""
+    async with db.connection() as conn:
+        await conn.execute(
+            """
+            INSERT INTO leases (kind, resource_id, owner, epoch, expires_at, incarnation)
+            -- released over the past month, as the workloads finished
+            SELECT 'workload', id, '', 2,
+                   now() - (abs(hashtext(id::text)) % 43200) * interval '1 minute', 'old'
+            FROM workloads WHERE state IN ('SUCCEEDED', 'FAILED');
+            INSERT INTO leases (kind, resource_id, owner, epoch, expires_at, incarnation)
+            SELECT 'workload', id, 'replica-a', 1, now() + interval '1 minute', 'inc-a'
+            FROM workloads WHERE state NOT IN ('SUCCEEDED', 'FAILED');
+            ANALYZE;
+            """
+        )
+    return aged
+
+
+@pytest.mark.parametrize(
+    ("query", "args", "index"),
+    [
+        pytest.param(
+            "leases_held_changed",
+            ["replica-a", "inc-a"],
+            "leases_by_owner",
+            id="the resync after a LISTEN gap",
+        ),
+        pytest.param(
+            "lease_renew_all", ["replica-a", 15.0, "inc-a"], "leases_by_owner", id="the renewal"
+        ),
+        pytest.param("leases_held_count", ["replica-a"], "leases_by_owner", id="the held count"),
+        pytest.param(
+            "steps_workload_state_counts", [], "workloads_live_by_state", id="the state gauge"
+        ),
+        pytest.param(
+            "steps_stuck_deleting_counts",
+            [],
+            "workloads_being_deleted",
+            id="the stuck deletions gauge",
+        ),
+    ],
+)
+async def test_each_periodic_reconciler_query_reads_live_rows_only(
+    db: Database, aged_leases: dict[str, uuid.UUID], query: str, args: list[Any], index: str
+) -> None:
+    # What every replica runs every second or few: its cost must follow the live rows, never the
+    # finished ones and their released leases (loadtest/finished_rows_plans.py measures it).
+    async with db.connection() as conn:
+        [plan] = await conn.fetchval("EXPLAIN (FORMAT JSON) " + QUERIES[query], *args)
+
+    found = scans(plan["Plan"])
+    assert index in {used for _, _, used in found}, found
+    full = [
+        (node, rel) for node, rel, _ in found if node == "Seq Scan" and rel in {*GROWING, "leases"}
+    ]
+    assert full == [], found
