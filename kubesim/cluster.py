@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,12 +87,17 @@ class Cluster:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    async def _listen(self) -> None:
+    async def _listen(self, sock: socket.socket | None = None) -> None:
+        """Serve on `host:port`, or on `sock` (bound to them, not yet listening)."""
         runner = web.AppRunner(
             make_app(self.state), handle_signals=False, access_log=None, shutdown_timeout=1.0
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        site: web.BaseSite
+        if sock is None:
+            site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        else:
+            site = web.SockSite(runner, sock)
         await site.start()
         self.port = runner.addresses[0][1]
         self._runner = runner
@@ -150,10 +156,20 @@ class Cluster:
             if self._runner is None:
                 return
             await self._close_server()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), refuse_seconds)
+            # Keep the port while refusing: a socket bound but not listening answers every
+            # connection attempt with a reset, as a stopped apiserver's host does, and no other
+            # process on the machine can take the port meanwhile (an ephemeral port of an
+            # outgoing connection, a server binding port 0), which would leave this cluster
+            # unreachable for good once it listens again.
+            held = _hold_port(self.host, self.port)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), refuse_seconds)
+            finally:
+                if self._stopped:
+                    held.close()
             if not self._stopped:
-                await self._listen()
+                await self._listen(held)
 
     async def __aenter__(self) -> Cluster:
         await self.start()
@@ -189,3 +205,17 @@ class Cluster:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
         return target
+
+
+def _hold_port(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port` that does not listen (connections to it are refused)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setblocking(False)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -12,8 +12,8 @@ Body keys (all optional; a POST merges into the current settings):
   delete]` and paths matching `error_path_regex` (Python `re.search`).
 - `latency_seconds: float` — delay every Kubernetes request by that long.
 - `refuse_connections_seconds: float` — one-shot: the apiserver "restarts": its listening
-  socket and every open connection are closed, connections are refused for T seconds, then it
-  listens again on the same port.
+  socket and every open connection are closed, connections are refused for T seconds (the
+  port stays bound meanwhile), then it listens again on the same port.
 - `seed: int` — seed the random choice of failed requests (reproducible tests).
 """
 

@@ -125,6 +125,38 @@ async def test_an_apiserver_restart_refuses_connections_then_serves_the_same_sta
     assert (await batch.read_namespaced_job("a", "default")).metadata.name == "a"
 
 
+async def test_an_apiserver_restart_keeps_its_port_while_it_refuses(kube_cluster, kube_api):
+    """No other process can take the port during the refusal (the machine is shared: an
+    outgoing connection's ephemeral port or a server on port 0 could), so the apiserver is
+    always reachable again on it."""
+    import socket
+
+    port = kube_cluster.port
+    await set_faults(kube_cluster, refuse_connections_seconds=1.0)
+
+    def taken() -> bool:
+        other = socket.socket()
+        try:
+            other.bind((kube_cluster.host, port))
+        except OSError:
+            return True
+        finally:
+            other.close()
+        return False
+
+    async def refused() -> bool:
+        try:
+            async with aiohttp.ClientSession() as s, s.get(f"{kube_cluster.url}/version"):
+                return False
+        except aiohttp.ClientConnectionError:
+            return True
+
+    await wait_until(refused, timeout=3, message="connections to be refused")
+    assert taken()
+    await wait_until(lambda: _not(refused), timeout=5, message="the apiserver to be back")
+    assert kube_cluster.port == port
+
+
 async def _not(probe) -> bool:
     return not await probe()
 
