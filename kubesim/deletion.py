@@ -37,6 +37,9 @@ class DeletionMixin:
     _owners: dict[str, fieldowners.Ownership]
     clock: Clock
 
+    def wake_log_followers(self, namespace: str, name: str) -> None:
+        raise NotImplementedError
+
     def _key(self, rt: ResourceType, namespace: str | None, name: str) -> Key:
         raise NotImplementedError
 
@@ -131,6 +134,7 @@ class DeletionMixin:
         self.uids.pop(uid, None)
         if rt.plural == "pods":
             self.pod_logs.pop(key, None)
+            self.wake_log_followers(*key)
         for dep_rt, dep_key in self._dependents(uid):
             entry = self.tables[dep_rt.key].get(dep_key)
             if entry is None:

@@ -17,6 +17,7 @@ from aiohttp import web
 from kubesim import discovery, patching
 from kubesim.admin import admin_routes
 from kubesim.app_state import STATE, AppState
+from kubesim.logs import serve_log
 from kubesim.model import ResourceType, StoreError, error_status, status_body
 from kubesim.paging import page
 from kubesim.routing import Route, parse, pattern_of
@@ -213,8 +214,7 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
                 rt, route.name
             )
         if route.subresource == "log":
-            log = store.pod_logs.get((route.namespace or "", route.name), "")
-            return web.Response(text=_tail(log, q), content_type="text/plain")
+            return await serve_log(request, store, rt, route.namespace or "", route.name)
         return raw_response(entry.raw)
     if truthy(q.get("watch")):
         timeout = q.get("timeoutSeconds")
@@ -240,17 +240,6 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
             422, "Invalid", "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
         )
     return _list(state, rt, route.namespace, q)
-
-
-def _tail(log: str, q: Any) -> str:
-    """`tailLines` (the last N lines) then `limitBytes`, as the kubelet serves them."""
-    tail, limit = q.get("tailLines"), q.get("limitBytes")
-    if tail is not None and tail.isdigit():
-        lines = log.splitlines(keepends=True)
-        log = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
-    if limit is not None and limit.isdigit():
-        log = log.encode()[: int(limit)].decode(errors="ignore")
-    return log
 
 
 def _list(state: AppState, rt: ResourceType, namespace: str | None, q: Any) -> web.Response:

@@ -13,8 +13,9 @@ Every real write bumps the one global resourceVersion counter; a write that chan
 bumps nothing and emits no event (docs/KUBERNETES.md §2).
 
 Pod logs: the kubelet simulation writes what a pod "printed" to `store.pod_logs[(namespace,
-name)]` (a plain dict, no event, no resourceVersion); `GET …/pods/<name>/log` serves it. The
-entry is dropped when the pod is removed.
+name)]` (a plain dict, no event, no resourceVersion); `GET …/pods/<name>/log` serves it, and
+`?follow=true` waits on `log_changed` for more (kubesim/logs.py). The entry is dropped when the
+pod is removed.
 
 Everything runs on one event loop thread; no method awaits, so each write is atomic with
 respect to watchers (the in-process `watch()` and the HTTP watch both see every change once,
@@ -23,6 +24,7 @@ in resourceVersion order).
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
@@ -98,6 +100,7 @@ class Store(PatchMixin, DeletionMixin):
         # Every change ever committed to a Job, unbounded and untouched by faults (the watch
         # window is neither): `GET /_sim/history/jobs`.
         self.job_history: list[dict[str, Any]] = []
+        self._log_waiters: dict[tuple[str, str], asyncio.Event] = {}
 
     # ---- reads -------------------------------------------------------------------------------
 
@@ -157,6 +160,16 @@ class Store(PatchMixin, DeletionMixin):
     def set_pod_log(self, namespace: str, name: str, text: str) -> None:
         """What the pod "printed" (served by `GET …/pods/<name>/log`); no event, no RV."""
         self.pod_logs[(namespace, name)] = text
+        self.wake_log_followers(namespace, name)
+
+    def log_changed(self, namespace: str, name: str) -> asyncio.Event:
+        """Set at the pod's next log write, status change or removal (log followers)."""
+        return self._log_waiters.setdefault((namespace, name), asyncio.Event())
+
+    def wake_log_followers(self, namespace: str, name: str) -> None:
+        waiter = self._log_waiters.pop((namespace, name), None)
+        if waiter is not None:
+            waiter.set()
 
     # ---- writes ------------------------------------------------------------------------------
 

@@ -9,9 +9,13 @@ and, after `KUBESIM_RUN_SECONDS` (default 2) of simulated time, to
 
 An image containing `does-not-exist` never starts: the container waits with `ErrImagePull`, then
 `ImagePullBackOff`, and the pod stays Pending (image-pull waits never fail a pod). `KUBESIM_LOG`
-lines (split on newlines or `|`) become what `/log` returns once the pod runs. A pod deleted
-while running gets its containers "killed" (exit 143, reason `Error`, phase Failed), as the
-kubelet reports a SIGTERM'd container; a pod removed from the store is simply forgotten.
+lines (split on newlines or `|`) become what `/log` returns once the pod runs: all at once, or
+with `KUBESIM_LOG_INTERVAL=S` one line every S simulated seconds from the start (what
+`/log?follow=true` then streams as it is "printed"). `KUBESIM_PULL_SECONDS=S` keeps a bound pod
+Pending (`ContainerCreating`) for S simulated seconds before it runs, like a slow image pull.
+A pod deleted while running gets its containers "killed" (exit 143, reason `Error`, phase
+Failed), as the kubelet reports a SIGTERM'd container; a pod removed from the store is simply
+forgotten.
 
 Not simulated: restarts (`restartPolicy: OnFailure`/`Always`, so no CrashLoopBackOff), probes,
 init containers, resource enforcement, node heartbeats.
@@ -50,6 +54,21 @@ class RunPlan:
     oom: bool
     log_lines: tuple[str, ...]
     bad_image: str | None
+    log_interval: float = 0.0
+    pull_seconds: float = 0.0
+
+    def lines_due(self, running_for: float) -> int:
+        """How many log lines the container has printed after `running_for` seconds."""
+        if self.log_interval <= 0:
+            return len(self.log_lines)
+        return min(len(self.log_lines), 1 + int(running_for / self.log_interval))
+
+    def next_line_in(self, running_for: float) -> float | None:
+        """Seconds until the next line is printed; None when all are out."""
+        printed = self.lines_due(running_for)
+        if printed >= len(self.log_lines):
+            return None
+        return printed * self.log_interval - running_for
 
     @classmethod
     def of(cls, spec: Obj) -> RunPlan:
@@ -57,6 +76,7 @@ class RunPlan:
         exit_code, oom = 0, False
         lines: list[str] = []
         bad_image = None
+        interval = pull = 0.0
         for container in spec.get("containers") or []:
             if bad_image is None and "does-not-exist" in str(container.get("image", "")):
                 bad_image = str(container.get("image"))
@@ -67,7 +87,19 @@ class RunPlan:
             oom = oom or container_env(container, "KUBESIM_OOM") == "1"
             if (value := container_env(container, "KUBESIM_LOG")) is not None:
                 lines += [line for part in value.split("\n") for line in part.split("|")]
-        return cls(2.0 if seconds is None else seconds, exit_code, oom, tuple(lines), bad_image)
+            if (value := container_env(container, "KUBESIM_LOG_INTERVAL")) is not None:
+                interval = max(interval, _float(value, 0.0))
+            if (value := container_env(container, "KUBESIM_PULL_SECONDS")) is not None:
+                pull = max(pull, _float(value, 0.0))
+        return cls(
+            2.0 if seconds is None else seconds,
+            exit_code,
+            oom,
+            tuple(lines),
+            bad_image,
+            interval,
+            pull,
+        )
 
 
 def _float(value: str, default: float) -> float:
@@ -131,18 +163,33 @@ class Kubelet:
         if plan.bad_image is not None:
             return self._pull_failure(pod, plan.bad_image)
         if phase != "Running":
+            pulling = self._pulling(pod, plan)
+            if pulling is not None:
+                return pulling
             self._start(pod, plan)
-            return plan.seconds
+            next_line = plan.next_line_in(0.0)
+            return plan.seconds if next_line is None else min(plan.seconds, next_line)
         uid = pod["metadata"]["uid"]
         started = self._started.get(uid)
         if started is None:  # e.g. the controllers restarted: fall back to the recorded time
             started = _parse_time(_first_started_at(status)) or now
             self._started[uid] = started
+        self._print(pod, plan, now - started)
         remaining = started + plan.seconds - now
         if remaining > 0:
-            return remaining
+            next_line = plan.next_line_in(now - started)
+            return remaining if next_line is None else min(remaining, max(next_line, 0.001))
         self._finish(pod, plan, killed=False)
         return None
+
+    def _print(self, pod: Obj, plan: RunPlan, running_for: float) -> None:
+        """The log lines the container has printed by now (a rewrite only when one is new)."""
+        if not plan.log_lines:
+            return
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        text = "".join(f"{line}\n" for line in plan.log_lines[: plan.lines_due(running_for)])
+        if self._store.pod_logs.get(key) != text:
+            self._store.set_pod_log(key[0], key[1], text)
 
     # -- transitions ---------------------------------------------------------------------
     def _write_status(self, key: Key, status: Obj) -> None:
@@ -155,6 +202,7 @@ class Kubelet:
             manager=MANAGER,
             subresource="status",
         )
+        self._store.wake_log_followers(*key)  # a follower ends when the container does
 
     def _base_status(self, pod: Obj) -> Obj:
         index = zlib.crc32(pod["metadata"]["uid"].encode()) % 250 + 2
@@ -212,8 +260,7 @@ class Kubelet:
             ],
         )
         self._write_status(key, status)
-        if plan.log_lines:
-            self._store.set_pod_log(key[0], key[1], "".join(f"{line}\n" for line in plan.log_lines))
+        self._print(pod, plan, 0.0)
 
     def _finish(self, pod: Obj, plan: RunPlan, *, killed: bool) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -251,6 +298,33 @@ class Kubelet:
             },
         )
         self._started.pop(pod["metadata"]["uid"], None)
+
+    def _pulling(self, pod: Obj, plan: RunPlan) -> Requeue:
+        """While a `KUBESIM_PULL_SECONDS` image pull lasts: Pending, containers waiting in
+        `ContainerCreating`; the time left, or None once the pull is done."""
+        if plan.pull_seconds <= 0:
+            return None
+        uid = pod["metadata"]["uid"]
+        began = self._started.setdefault(uid, self._clock.now())
+        left = began + plan.pull_seconds - self._clock.now()
+        if left <= 0:
+            return None
+        if _waiting_reason(pod.get("status") or {}) != "ContainerCreating":
+            now = self._clock.now_rfc3339()
+            status = self._base_status(pod)
+            waiting = {"waiting": {"reason": "ContainerCreating"}}
+            status.update(
+                phase="Pending",
+                startTime=now,
+                conditions=self._pod_conditions(pod, False, now, "ContainersNotReady"),
+                containerStatuses=[
+                    self._container_status(pod, c, waiting, False)
+                    for c in pod["spec"].get("containers") or []
+                ],
+            )
+            key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+            self._write_status(key, status)
+        return left
 
     def _pull_failure(self, pod: Obj, image: str) -> Requeue:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])

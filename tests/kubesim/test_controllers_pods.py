@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes_asyncio import client
 
@@ -247,3 +248,57 @@ async def test_a_pod_that_does_not_tolerate_a_node_taint_is_not_scheduled_there(
 
     text = await wait_until(message, message="PodScheduled=False")
     assert "2 node(s) had untolerated taint {nvidia.com/gpu: true}" in text
+
+
+async def test_following_a_log_streams_each_line_as_printed_and_ends_with_the_container(
+    kube: Kube, kube_cluster_with_controllers: Cluster, clock: Any
+) -> None:
+    env = {
+        "KUBESIM_LOG": "epoch 1|epoch 2|epoch 3",
+        "KUBESIM_LOG_INTERVAL": "1",
+        "KUBESIM_RUN_SECONDS": "3",
+    }
+    await kube.batch.create_namespaced_job(NS, gpu_job("talker", queue=None, gpus=1, env=env))
+    pod = await kube.wait_pod_phase("talker", "Running")
+    url = f"{kube_cluster_with_controllers.url}/api/v1/namespaces/{NS}/pods/{pod.metadata.name}/log"
+    async with (
+        httpx.AsyncClient(timeout=10) as http,
+        http.stream("GET", url, params={"follow": "True", "container": "main"}) as response,
+    ):
+        assert response.status_code == 200
+        lines = response.aiter_lines()
+        assert await anext(lines) == "epoch 1"  # what is there when the follow starts
+        clock.advance(1)
+        assert await anext(lines) == "epoch 2"
+        clock.advance(1)
+        assert await anext(lines) == "epoch 3"
+        clock.advance(1)
+        assert [line async for line in lines] == []  # the container ended: so does the follow
+    assert (await kube.core.read_namespaced_pod_log(pod.metadata.name, NS)).splitlines() == [
+        "epoch 1",
+        "epoch 2",
+        "epoch 3",
+    ]
+
+
+async def test_a_slow_image_pull_keeps_the_pod_pending_and_its_log_not_followable(
+    kube: Kube, kube_cluster_with_controllers: Cluster, clock: Any
+) -> None:
+    env = {"KUBESIM_PULL_SECONDS": "5"}
+    await kube.batch.create_namespaced_job(NS, gpu_job("pulling", queue=None, gpus=1, env=env))
+
+    async def creating() -> Any:
+        for pod in await kube.pods_of("pulling"):
+            statuses = pod.status.container_statuses or []
+            if statuses and statuses[0].state.waiting and pod.status.phase == "Pending":
+                return pod if statuses[0].state.waiting.reason == "ContainerCreating" else None
+        return None
+
+    pod = await wait_until(creating, message="a pod waiting in ContainerCreating")
+    url = f"{kube_cluster_with_controllers.url}/api/v1/namespaces/{NS}/pods/{pod.metadata.name}/log"
+    async with httpx.AsyncClient(timeout=10) as http:
+        refused = await http.get(url, params={"follow": "true"})
+    assert refused.status_code == 400
+    assert "is waiting to start" in refused.json()["message"]
+    clock.advance(5)
+    await kube.wait_pod_phase("pulling", "Running")
