@@ -7,6 +7,7 @@ long the doorbell's LISTEN connection or an informer may stay down before the pr
 how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
+`AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -130,6 +131,11 @@ class Settings:
     event_retention_days: int = 90
     tombstone_retention_days: int = 30
     token_cache_size: int = 10_000
+    stream_heartbeat_seconds: float = 15.0
+    streams_max: int = 2000
+    streams_per_token: int = 50
+    stream_buffer_bytes: int = 1 << 20
+    stream_history_seconds: float = 3600.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -209,6 +215,30 @@ class Settings:
                 10_000,
                 _int_between(0, 10_000_000),
                 "a number of project tokens between 0 (no cache) and 10000000",
+            ),
+            stream_heartbeat_seconds=read(
+                "AICP_STREAM_HEARTBEAT_SECONDS",
+                15.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            streams_max=read(
+                "AICP_STREAMS_MAX", 2000, _int_between(1, 1_000_000), "an integer from 1"
+            ),
+            streams_per_token=read(
+                "AICP_STREAMS_PER_TOKEN", 50, _int_between(1, 1_000_000), "an integer from 1"
+            ),
+            stream_buffer_bytes=read(
+                "AICP_STREAM_BUFFER_BYTES",
+                1 << 20,
+                _int_between(4096, 1 << 30),
+                "a number of bytes between 4096 and 1073741824",
+            ),
+            stream_history_seconds=read(
+                "AICP_STREAM_HISTORY_SECONDS",
+                3600.0,
+                _positive_seconds,
+                "a positive number of seconds",
             ),
         )
         if not dev_mode:

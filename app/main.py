@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from app.api.app import ApiDependencies, asgi_app, create_app
+from app.api.changefeed import ChangeFeed, FeedConfig
 from app.reconcile.engine import EngineConfig, Reconciler
-from app.store import idempotency, retention
+from app.store import changes, idempotency, retention
 from app.store.db import Database
 from app.store.migrations import migrate
 from app.store.retention import Retention
@@ -91,6 +92,7 @@ class Service:
     kubernetes: ReconcilingComponent | None = None
     token_cache: TokenCache | None = None
     supervisor: Supervisor = field(default_factory=Supervisor)
+    feed: ChangeFeed | None = None
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
@@ -134,6 +136,7 @@ class Service:
                 reconciler=self.reconciler,
                 liveness=self.supervisor.liveness,
                 token_cache=self.token_cache,
+                feed=self.feed,
             )
             self.app = create_app(deps)
             await self._start_http()
@@ -197,7 +200,8 @@ class Service:
                 supervisor.watch_task("the retention purge", running)
 
         purge = BackgroundComponent("retention-purge", start, stop, supervise=supervise)
-        return [purge, *self._token_cache_component(), self._reconciler_component()]
+        reconciler = self._reconciler_component()  # the feed listens on its connection
+        return [purge, *self._token_cache_component(), self._feed_component(), reconciler]
 
     def _token_cache_component(self) -> list[BackgroundComponent]:
         """The project token cache and its LISTEN loop (none with AICP_TOKEN_CACHE_SIZE=0).
@@ -227,6 +231,32 @@ class Service:
                 supervisor.watch_task("the token cache's listener", running)
 
         return [BackgroundComponent("token-cache", start, stop, supervise=supervise)]
+
+    def _feed_component(self) -> BackgroundComponent:
+        """The change feed of the live streams; it hears `aicp_watch` and `aicp_tokens` on the
+        reconciler's LISTEN connection (one per process), so it starts before the engine."""
+        settings = self.settings
+        assert self.db is not None and self.reconciler is not None
+        feed = self.feed = ChangeFeed(
+            self.db,
+            FeedConfig(
+                replica=settings.instance_id,
+                heartbeat_seconds=settings.stream_heartbeat_seconds,
+                max_streams=settings.streams_max,
+                max_per_token=settings.streams_per_token,
+                buffer_bytes=settings.stream_buffer_bytes,
+                history_seconds=settings.stream_history_seconds,
+            ),
+        )
+        doorbell = self.reconciler.doorbell
+        doorbell.also_listen(changes.CHANNEL, feed.wake, feed.wake)
+        doorbell.also_listen(changes.TOKENS_CHANNEL, feed.token_revoked, lambda: None)
+
+        def supervise(supervisor: Supervisor) -> None:
+            for running in feed.tasks:
+                supervisor.watch_task("the change feed of the live streams", running)
+
+        return BackgroundComponent("changefeed", feed.start, feed.stop, supervise=supervise)
 
     def _reconciler_component(self) -> BackgroundComponent:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
@@ -323,6 +353,9 @@ class Service:
         await self.supervisor.stop()  # parts stopping from now on are not failures
         if self.app is not None:
             self.app.state["stopping"] = True
+        if self.feed is not None:
+            # Open streams would hold the HTTP server's drain for its whole grace period.
+            self.feed.close_all("the server is shutting down")
         if self._server is not None and self._server_task is not None:
             self._server.should_exit = True
             with contextlib.suppress(asyncio.CancelledError):

@@ -457,6 +457,83 @@ WHERE kind = $1 AND resource_id = $2 AND id < $3
 ORDER BY id DESC
 LIMIT $4;
 
+-- ===== section: streams =====
+-- app/store/changes.py: the workload change log (migration 0003) that the live streams read,
+-- and the bookkeeping of who watches.
+
+-- name: changes_after
+-- The change feed's one read: up to $2 changes after change_id $1, in order, and the horizon of
+-- the snapshot they were read in (xmin: every transaction older is over; xmax: every
+-- transaction that can have numbered a change seen missing here is older). Always at least one
+-- row: with no change after $1 the change columns are NULL.
+SELECT pg_snapshot_xmin(s.snap)::text::bigint AS xmin,
+       pg_snapshot_xmax(s.snap)::text::bigint AS xmax,
+       c.*
+FROM (SELECT pg_current_snapshot() AS snap) s
+LEFT JOIN LATERAL (
+    SELECT * FROM workload_changes WHERE change_id > $1 ORDER BY change_id LIMIT $2
+) c ON true
+ORDER BY c.change_id;
+
+-- name: changes_newest
+-- The newest change number handed out (where a replica's feed starts), and the oldest change
+-- still kept (a resume point before it is too old).
+SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
+       (SELECT min(change_id) FROM workload_changes) AS oldest;
+
+-- name: changes_of_project
+-- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
+-- oldest first, $4 at most.
+SELECT * FROM workload_changes
+WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+  AND ($5::text IS NULL OR name = $5)
+ORDER BY change_id
+LIMIT $4;
+
+-- name: changes_purge
+-- Forget changes older than $1 seconds: everything before the first one that is younger (a
+-- walk of the primary key over exactly the rows that go).
+DELETE FROM workload_changes
+WHERE change_id < coalesce(
+    (SELECT change_id FROM workload_changes
+     WHERE at >= now() - make_interval(secs => $1::float8)
+     ORDER BY change_id LIMIT 1),
+    (SELECT max(change_id) + 1 FROM workload_changes));
+
+-- name: workloads_watched
+-- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
+-- pool $4), each with its newest change number (`change_id`). Oldest first, a page of $7 after
+-- ($5, $6).
+SELECT * FROM workloads
+WHERE project_id = $1
+  AND ($2::text IS NULL OR name = $2)
+  AND ($3::text IS NULL OR state = $3)
+  AND ($4::text IS NULL OR spec->>'compute_pool' = $4)
+  AND (created_at, id) > ($5, $6::uuid)
+ORDER BY created_at, id
+LIMIT $7;
+
+-- name: stream_interest_renew
+-- Replica $1 has streams open on the projects $2: (re)mark them watched for $3 seconds, drop
+-- its other marks, and clear marks left long expired by replicas that are gone.
+WITH dropped AS (
+    DELETE FROM stream_interest
+    WHERE (replica = $1 AND NOT (project_id = ANY ($2::uuid[])))
+       OR expires_at < now() - interval '1 hour'
+)
+INSERT INTO stream_interest (project_id, replica, expires_at)
+SELECT p, $1, now() + make_interval(secs => $3::float8) FROM unnest($2::uuid[]) AS p
+ON CONFLICT (project_id, replica) DO UPDATE SET expires_at = excluded.expires_at;
+
+-- name: stream_interest_drop
+-- Replica $1 closes: its streams are gone.
+DELETE FROM stream_interest WHERE replica = $1;
+
+-- name: tokens_still_valid
+-- Of the token ids $1 (those with open streams), the ones that still authenticate.
+SELECT id FROM api_tokens
+WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now());
+
 -- ===== section: reconcile steps =====
 -- app/store/reconciling.py: what the project, pool and workload steps read and write.
 -- Fenced statements follow app/reconcile/fencing.py: $1 owner, $2 epoch, then their own

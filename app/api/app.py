@@ -19,6 +19,7 @@ from app.api import (
     pools,
     projects,
     tokens,
+    watches,
     workload_views,
     workloads,
 )
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
     from litestar.types import ASGIApp
 
+    from app.api.changefeed import ChangeFeed
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
@@ -63,6 +65,7 @@ class ApiDependencies:
     # Project tokens seen valid, dropped on every token change (app/store/token_cache.py).
     # None: every request reads its token from the database.
     token_cache: TokenCache | None = None
+    feed: ChangeFeed | None = None  # the live streams; None: they answer 404
 
 
 def _resource_routes() -> list[Any]:
@@ -126,6 +129,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["kube"] = deps.kube
     app.state["token_cache"] = deps.token_cache
     app.state[creating.STATE_KEY] = deps.reconciler
+    app.state[watches.STATE_KEY] = deps.feed
     app.state["stopping"] = False
     describe_components(app)
     return app

@@ -21,9 +21,11 @@ dependency. A request body never names the caller's tenant.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import uuid  # noqa: TC003 - Litestar resolves Caller's annotations at runtime
 from dataclasses import dataclass
+from datetime import datetime  # noqa: TC003 - as above
 from typing import TYPE_CHECKING, Any, cast
 
 from app.domain.errors import Forbidden, NotFound, Unauthorized
@@ -64,6 +66,10 @@ class Caller:
     """The project token's role; None for the platform admin."""
     token_project_id: uuid.UUID | None
     project: ProjectRef | None
+    token_id: uuid.UUID | None = None
+    """The project token's id; None for the platform admin."""
+    expires_at: datetime | None = None
+    """When the project token expires (open streams end then); None: never."""
 
     @property
     def identity(self) -> str:
@@ -121,6 +127,8 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Calle
         role=Role(found.role),
         token_project_id=found.project_id,
         project=ProjectRef(found.project_id, found.project_name),
+        token_id=found.id,
+        expires_at=found.expires_at,
     )
 
 
@@ -128,7 +136,7 @@ async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller)
     name = connection.path_params.get("project")
     if name is None:
         # Routes without a project: a project token's own project must not leak into them.
-        return Caller(caller.actor, caller.is_admin, caller.role, caller.token_project_id, None)
+        return dataclasses.replace(caller, project=None)
     if not caller.is_admin:
         assert caller.project is not None
         if caller.project.name != name:
@@ -138,7 +146,7 @@ async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller)
         project_id = await conn.fetchval(QUERIES["project_id_by_name"], name)
     if project_id is None:
         raise NotFound(f"Project {name!r} not found.")
-    return Caller(caller.actor, True, None, None, ProjectRef(project_id, name))
+    return dataclasses.replace(caller, project=ProjectRef(project_id, name))
 
 
 def _check_role(

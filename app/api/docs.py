@@ -22,11 +22,14 @@ _DESCRIPTIONS = {
     403: "forbidden: the token's role is too low (`required_role` names the one needed)",
     404: "not-found: no such resource visible to this token",
     409: "already-exists, being-deleted or in-use (`referenced_by`)",
+    410: "resume-expired: the changes after Last-Event-ID are no longer kept; reconnect without it",
     412: "generation-mismatch: If-Match differs (`current_generation`)",
     413: "payload-too-large: body over 256 KiB",
     415: "unsupported-media-type: body not sent as application/json",
     422: "validation-error (`errors: [{field, message}]`), exceeds-pool-capacity or "
     "idempotency-key-reused",
+    429: "too-many-streams: the server's or this token's limit of open streams is reached "
+    "(`limit`); see Retry-After",
     503: "service-unavailable: the database is unreachable; see Retry-After",
 }
 
@@ -35,6 +38,7 @@ PROBLEM_MEDIA = "application/problem+json"
 READ = (401, 404, 422, 503)
 WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)
 DELETE = (401, 403, 404, 409, 412, 422, 503)
+STREAM = (401, 404, 410, 422, 429, 503)
 
 
 def problems(*statuses: int) -> dict[int, ResponseSpec]:
@@ -53,6 +57,17 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
 def success(container: type, description: str) -> ResponseSpec:
     """A success response whose handler returns pre-encoded bytes (idempotent creates)."""
     return ResponseSpec(data_container=container, description=description, generate_examples=False)
+
+
+def stream_of(container: type) -> ResponseSpec:
+    """A `text/event-stream` answer whose events' `data:` lines are `container` documents."""
+    return ResponseSpec(
+        data_container=container,
+        description="Server-Sent Events; each event's `data:` line is one document of this "
+        "schema, its `event:` the document's `type`, its `id:` the change number",
+        media_type="text/event-stream",
+        generate_examples=False,
+    )
 
 
 def json_body(summary: str, value: dict[str, Any]) -> BodyKwarg:

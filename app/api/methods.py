@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         Send,
     )
 
+#: Set in the scope of a HEAD answered as a GET (an event stream then sends no events).
+HEAD_SCOPE_KEY = "aicp.head"
 SCHEMA_PREFIX = "/schema"
 _PARAMETER = re.compile(r"\{[^}]*\}")
 
@@ -107,6 +109,7 @@ class MethodSemantics:
         head = method == "HEAD" and allow is not None and "GET" in allow.split(", ")
         if head:
             http["method"] = "GET"
+            http[HEAD_SCOPE_KEY] = True  # type: ignore[literal-required]  # handlers may ask
         await self.app(scope, receive, self._sender(send, path, allow, head=head))
 
     def _sender(self, send: Send, path: str, allow: str | None, *, head: bool) -> Send:

@@ -51,11 +51,17 @@ class Observed:
         status = 500
         method = scope["method"] if scope["method"] in _METHODS else "OTHER"  # HEAD runs as GET
 
+        streaming = False
+
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, streaming
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers: list[Any] = list(message.get("headers", []))
+                streaming = any(
+                    name.lower() == b"content-type" and value.startswith(b"text/event-stream")
+                    for name, value in headers
+                )
                 headers.append((b"x-request-id", request_id.encode("latin-1")))
                 message["headers"] = headers
             await send(message)
@@ -66,7 +72,8 @@ class Observed:
             elapsed = time.perf_counter() - started
             route = scope.get("path_template") or "(unmatched)"
             HTTP_REQUESTS.labels(route, method, str(status)).inc()
-            HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
+            if not streaming:  # a stream's duration is its client's choice, not latency
+                HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s %s %d %.1fms", method, scope["path"], status, elapsed * 1000)
             request_id_var.reset(token)

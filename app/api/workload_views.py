@@ -7,30 +7,39 @@ current generation that are not stored as such.
   (nothing created, not admitted, or already removed) is a 404 whose detail says why; the
   cluster being unreachable is a 503. An API served without Kubernetes (tests of the API
   alone; `python -m app serve` always has a cluster) has no pods to show: 404.
+  `since_seconds=S` keeps only lines newer than S seconds (as the kubelet keeps them);
+  `replica=N` shows only the N-th pod (0-based, pods in name order). `follow=true` streams
+  instead: the same lines first, then each line as the container prints it, ending when every
+  followed container has ended (pods not started yet are 404 until one starts).
 - `/manifest` is the Job for the current generation exactly as aicp applies it when creating
   it: `render_job` over the stored row, so it never depends on the cluster.
 
 Both follow the tenancy rules of every `GET`: any member of the project reads them.
 """
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import msgspec
 from litestar import Request, Response, get
 from litestar.params import Parameter
+from litestar.response import Stream
 
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
 from app.api.workloads import ONE, NamePath
-from app.domain.errors import NotFound
+from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.kube_objects import Manifest
 from app.domain.labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.render import render_job
 from app.domain.render.inputs import JobIdentity
 from app.domain.specs import WorkloadSpec
-from app.kube.apply import pod_logs
+from app.kube.apply import follow_pod_log, pod_logs
 from app.kube.client import KubeClient
+from app.kube.errors import KubeError
 from app.kube.errors import NotFound as KubeNotFound
 from app.kube.resources import request_json
 from app.store import reconciling, workloads
@@ -42,6 +51,18 @@ MAX_TAIL = 10_000
 Tail = Annotated[
     int,
     Parameter(ge=1, le=MAX_TAIL, description=f"Lines per pod, 1 to {MAX_TAIL} (default 100)"),
+]
+Since = Annotated[
+    int | None,
+    Parameter(ge=1, le=30 * 86400, description="Only lines newer than this many seconds"),
+]
+Replica = Annotated[
+    int | None,
+    Parameter(ge=0, le=63, description="Only the N-th pod (0-based, pods in name order)"),
+]
+Follow = Annotated[
+    bool,
+    Parameter(description="Stream: the lines so far, then each new one until the pods end"),
 ]
 
 
@@ -88,11 +109,66 @@ async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Manifest]:
     return sorted(items, key=lambda pod: str(pod["metadata"]["name"]))
 
 
-async def _pod_text(kube: KubeClient, namespace: str, pod: str, tail: int) -> str:
+async def _pod_text(
+    kube: KubeClient, namespace: str, pod: str, tail: int, since: int | None
+) -> str:
     try:
-        return await pod_logs(kube, namespace, pod, container=MAIN_CONTAINER, tail_lines=tail)
+        return await pod_logs(
+            kube, namespace, pod, container=MAIN_CONTAINER, tail_lines=tail, since_seconds=since
+        )
     except KubeNotFound:
         return ""  # deleted between the list and the read: nothing to show for it
+
+
+def _started(pod: Manifest) -> bool:
+    return bool((pod.get("status") or {}).get("phase", "Pending") != "Pending")
+
+
+async def _followed(
+    kube: KubeClient, namespace: str, pods: list[str], tail: int, since: int | None
+) -> AsyncIterator[bytes]:
+    """Every pod's log as it is printed, line by line (prefixed with the pod when several),
+    until every container has ended."""
+    lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1000)
+
+    async def pump(pod: str) -> None:
+        prefix = f"[{pod}] ".encode() if len(pods) > 1 else b""
+        pending = b""
+        try:
+            async for chunk in follow_pod_log(
+                kube,
+                namespace,
+                pod,
+                container=MAIN_CONTAINER,
+                tail_lines=tail,
+                since_seconds=since,
+            ):
+                pending += chunk
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    await lines.put(prefix + line + b"\n")
+            if pending:
+                await lines.put(prefix + pending + b"\n")
+        except KubeError:
+            pass  # removed or not started any more: nothing (more) to show for this pod
+        finally:
+            await lines.put(None)
+
+    tasks = [asyncio.create_task(pump(pod), name=f"logs:{pod}") for pod in pods]
+    try:
+        running = len(tasks)
+        while running:
+            line = await lines.get()
+            if line is None:
+                running -= 1
+            else:
+                yield line
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 @get(
@@ -101,7 +177,10 @@ async def _pod_text(kube: KubeClient, namespace: str, pod: str, tail: int) -> st
     description="The last `tail` lines (1 to 10000, default 100) of the main container of "
     "every pod of the current generation's Job, read live from Kubernetes, as `text/plain`. "
     "With several pods each line is prefixed with `[<pod name>] `. 404 while the workload has "
-    "no pod (not created or admitted yet, or removed); 503 when Kubernetes is unreachable.",
+    "no pod (not created or admitted yet, or removed); 503 when Kubernetes is unreachable. "
+    "`since_seconds` keeps only newer lines; `replica=N` shows the N-th pod only (0-based, in "
+    "name order). `follow=true` streams: those lines, then each new one as it is printed, "
+    "until every followed container has ended (404 while no pod has started).",
     media_type="text/plain",
     responses=problems(*READ),
     tags=["workloads"],
@@ -112,8 +191,16 @@ async def get_logs(
     db: DbDep,
     name: str = NamePath,
     tail: Tail = DEFAULT_TAIL,
-) -> Response[str]:
+    since_seconds: Since = None,
+    replica: Replica = None,
+    follow: Follow = False,
+) -> Response[Any]:
     row = await _current_row(db, caller.require_project(), name)
+    replicas = int(row.spec.get("replicas") or 1)
+    if replica is not None and replica >= replicas:
+        raise ValidationFailed(
+            [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
+        )
     kube: KubeClient | None = request.app.state.get("kube")
     if kube is None:
         raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
@@ -123,9 +210,25 @@ async def get_logs(
             f"Workload {name!r} has no pods for generation {row.generation} "
             f"(state {row.state}): logs appear once its Job is admitted and its pods start."
         )
+    if replica is not None:
+        if replica >= len(pods):
+            raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
+        pods = [pods[replica]]
     namespace = _identity(row).namespace
+    if follow:
+        started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
+        if not started:
+            raise NotFound(
+                f"No pod of workload {name!r} has started yet (state {row.state}); follow "
+                "its logs once it runs."
+            )
+        return Stream(
+            _followed(kube, namespace, started, tail, since_seconds),
+            media_type="text/plain; charset=utf-8",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     names = [str(pod["metadata"]["name"]) for pod in pods]
-    texts = [(pod, await _pod_text(kube, namespace, pod, tail)) for pod in names]
+    texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
     if len(texts) == 1:
         body = texts[0][1]
     else:

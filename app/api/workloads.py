@@ -4,21 +4,23 @@ every member of the project reads. Reads come from PostgreSQL, never from the cl
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post, put
-from litestar.params import JSONBody, Parameter, QueryParameter
+from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 
 from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, problems, success
+from app.api.docs import DELETE, READ, STREAM, WRITE, problems, stream_of, success
 from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
+from app.api.subscriptions import Filters
+from app.api.watches import open_stream
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
 from app.domain.states import Role, WorkloadState
 from app.domain.validation import check_workload
-from app.domain.workload_resources import WorkloadList, WorkloadResource
+from app.domain.workload_resources import WatchEvent, WorkloadList, WorkloadResource
 from app.store import workloads
 from app.store.db import Connection
 
@@ -91,14 +93,43 @@ async def create_workload(
     return response
 
 
+STREAM_DOC = (
+    ' The stream: `event: ADDED|MODIFIED|DELETED`, `data: {"type", "object"}` (the '
+    "workload as GET shows it), `id: <change number>` once everything before it is out; a "
+    "heartbeat comment every 15 s; `Last-Event-ID` resumes without missing or repeating a "
+    "change (410 resume-expired when that point is no longer kept). It ends when the token is "
+    "revoked or expires, or the client reads too slowly (resume then)."
+)
+LastEventId = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Last-Event-ID",
+        description="With a stream: resume after this event id (the last one received)",
+    ),
+]
+WatchFlag = Annotated[
+    bool,
+    Parameter(
+        description="Answer `text/event-stream`: each matching workload, then every change "
+        "(one that stops matching the filters is sent as DELETED)"
+    ),
+]
+
+
 @get(
     PATH,
-    summary="List workloads",
-    description="Newest first; filter by `state` and `compute_pool`; page with `cursor`.",
-    responses=problems(*READ),
+    summary="List workloads, or stream them (`?watch=true`)",
+    description="Newest first; filter by `state` and `compute_pool`; page with `cursor`. With "
+    "`watch=true`, a Server-Sent Events stream of the matching workloads instead (no paging)."
+    + STREAM_DOC,
+    responses={
+        200: success(WorkloadList, "A page of workloads; `text/event-stream` with watch=true"),
+        **problems(*STREAM),
+    },
     tags=["workloads"],
 )
 async def list_workloads(
+    request: Request[Any, Any, Any],
     caller: CallerDep,
     db: DbDep,
     paging: PagingDep,
@@ -106,16 +137,41 @@ async def list_workloads(
     compute_pool: PoolFilter = None,
     limit: Limit = 50,
     cursor: CursorParam = None,
-) -> WorkloadList:
+    watch: WatchFlag = False,
+    last_event_id: LastEventId = None,
+) -> Response[Any]:
     project = caller.require_project()
     state = _state(state_filter)
+    if watch:
+        filters = Filters(state=state, compute_pool=compute_pool)
+        return await open_stream(request, caller, db, filters, last_event_id)
     page = paging.list("workloads", project.id, state, compute_pool)
     after = page.after(cursor)
     async with db.connection() as conn:
         items, position = await workloads.page(
             conn, project, state=state, compute_pool=compute_pool, after=after, limit=limit
         )
-    return WorkloadList(items=items, next_cursor=page.next(position))
+    return Response(WorkloadList(items=items, next_cursor=page.next(position)))
+
+
+@get(
+    ONE + "/watch",
+    summary="Stream a workload's changes",
+    description="A Server-Sent Events stream: the workload now (ADDED), then one event per "
+    "change of its state, reason, admission, nodes or evidence (MODIFIED), and DELETED when "
+    "it is gone, which ends the stream." + STREAM_DOC,
+    media_type="text/event-stream",
+    responses={200: stream_of(WatchEvent), **problems(*STREAM)},
+    tags=["workloads"],
+)
+async def watch_workload(
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    last_event_id: LastEventId = None,
+) -> Response[Any]:
+    return await open_stream(request, caller, db, Filters(name=name), last_event_id)
 
 
 @get(
@@ -192,4 +248,11 @@ async def delete_workload(
     return _answer(deleting, 202)
 
 
-ROUTES = [create_workload, list_workloads, get_workload, replace_workload, delete_workload]
+ROUTES = [
+    create_workload,
+    list_workloads,
+    watch_workload,
+    get_workload,
+    replace_workload,
+    delete_workload,
+]

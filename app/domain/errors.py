@@ -20,9 +20,11 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
     │   └── InUse                               409 in-use             referenced_by
+    ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
     ├── PayloadTooLarge                         413 payload-too-large
     ├── UnsupportedMediaType                    415 unsupported-media-type
+    ├── TooManyStreams                          429 too-many-streams   limit (Retry-After)
     └── ServiceUnavailable                      503 service-unavailable (Retry-After)
         └── StoreUnavailable                        the database did not answer
 """
@@ -246,6 +248,31 @@ class UnsupportedMediaType(AicpError):
     slug = "unsupported-media-type"
     status = 415
     title = "Unsupported media type"
+
+
+class ResumeExpired(AicpError):
+    """The stream cannot resume from that Last-Event-ID: the changes after it are no longer
+    kept. Open the stream again without Last-Event-ID."""
+
+    slug = "resume-expired"
+    status = 410
+    title = "Stream history expired"
+
+
+class TooManyStreams(AicpError):
+    """Too many streams are open; close one or retry later."""
+
+    slug = "too-many-streams"
+    status = 429
+    title = "Too many open streams"
+    retry_after_seconds: ClassVar[int] = 5
+
+    def __init__(self, limit: int, detail: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
 
 
 class ServiceUnavailable(AicpError):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -197,6 +197,17 @@ class WorkloadList(msgspec.Struct, kw_only=True):
 
     items: list[WorkloadResource]
     next_cursor: Annotated[str | None, msgspec.Meta(description="null on the last page")]
+
+
+class WatchEvent(msgspec.Struct, kw_only=True):
+    """One event of a workload stream (`text/event-stream`), the `data:` line of an SSE event
+    whose `event:` is the same `type` and whose `id:` is the change number to resume after
+    (`Last-Event-ID`). ADDED: the workload as the stream starts, or one that appears or starts
+    matching the filters; MODIFIED: its state, reason, admission, nodes, evidence or spec
+    changed; DELETED: it is gone (the stream of one workload ends), or no longer matches."""
+
+    type: Annotated[Literal["ADDED", "MODIFIED", "DELETED"], msgspec.Meta(examples=["MODIFIED"])]
+    object: WorkloadResource
 
 
 class EventList(msgspec.Struct, kw_only=True):

@@ -13,14 +13,16 @@ All writes wait for the client's token bucket first. Every function raises `Kube
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from app.kube.errors import Conflict, Invalid, KubeError, NotFound
+import aiohttp
+
+from app.kube.errors import Conflict, Invalid, KubeError, NotFound, from_status, translated
 from app.kube.metrics import KUBE_WRITES
 from app.kube.resources import JOBS, Resource, request, request_json, resource_of
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import AsyncIterator, Awaitable
 
     from app.domain.kube_objects import Manifest
     from app.kube.client import KubeClient
@@ -188,15 +190,62 @@ async def remove_finalizer(
 
 
 async def pod_logs(
-    kube: KubeClient, namespace: str, pod: str, *, container: str = "main", tail_lines: int = 100
+    kube: KubeClient,
+    namespace: str,
+    pod: str,
+    *,
+    container: str = "main",
+    tail_lines: int = 100,
+    since_seconds: int | None = None,
 ) -> str:
     """The last `tail_lines` lines the container printed (the one live read the API serves)."""
+    extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
     body = await request(
         kube.core.read_namespaced_pod_log(
-            pod, namespace, container=container, tail_lines=tail_lines, _preload_content=False
+            pod,
+            namespace,
+            container=container,
+            tail_lines=tail_lines,
+            _preload_content=False,
+            **extra,
         )
     )
     return body.decode(errors="replace")
+
+
+async def follow_pod_log(
+    kube: KubeClient,
+    namespace: str,
+    pod: str,
+    *,
+    container: str = "main",
+    tail_lines: int = 100,
+    since_seconds: int | None = None,
+) -> AsyncIterator[bytes]:
+    """What the container prints, as it prints it (`follow=true`): the last `tail_lines`
+    lines first; ends when the container has terminated. A container that has not started is
+    a `KubeError` (the server's 400)."""
+    extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
+    with translated():
+        response: Any = await kube.core.read_namespaced_pod_log(
+            pod,
+            namespace,
+            container=container,
+            tail_lines=tail_lines,
+            follow=True,
+            _preload_content=False,
+            # No total: a follow lasts as long as the container runs.
+            _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            **extra,
+        )
+    try:
+        if response.status != 200:
+            raise from_status(response.status, await response.read())
+        with translated():
+            async for chunk in response.content.iter_any():
+                yield chunk
+    finally:
+        response.release()
 
 
 def _address(resource: Resource, manifest: Manifest) -> tuple[str | None, str]:

@@ -38,6 +38,25 @@ VALIDATION_ERRORS = Counter(
     registry=REGISTRY,
 )
 
+# --- Streams (server-sent events) -------------------------------------------------------------
+STREAMS_OPEN = Gauge(
+    "aicp_streams_open",
+    "Workload streams (watches) open on this replica.",
+    registry=REGISTRY,
+)
+STREAM_EVENTS = Counter(
+    "aicp_stream_events_total",
+    "Events queued to open streams (one per stream per change it shows).",
+    registry=REGISTRY,
+)
+STREAM_DROPS = Counter(
+    "aicp_stream_drops_total",
+    "Streams refused or closed by the server, by reason (limit: 429 at open; slow: the client "
+    "fell too far behind; revoked: its token stopped authenticating).",
+    ["reason"],
+    registry=REGISTRY,
+)
+
 # --- Reconciler -------------------------------------------------------------------------------
 RECONCILE_TOTAL = Counter(
     "aicp_reconcile_total",

@@ -10,6 +10,9 @@ termination callback (the server closed it, e.g. `pg_terminate_backend`) and a p
 with jittered exponential backoff, whatever the error was. Notifications sent while no
 connection was listening are gone for good, so every (re)connect calls `on_connected`: the
 engine sweeps for unleased work and replays the resources it holds that changed meanwhile.
+
+It is the process's one LISTEN connection: other components hear their own channels on it
+(`also_listen`, before `run`), e.g. the change feed of the live streams on `aicp_watch`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ def parse_payload(payload: str) -> ResourceKey | None:
         return None
 
 
+def _relay(on_payload: Callable[[str], None]) -> Callable[[object, int, str, object], None]:
+    def listener(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+        on_payload(str(payload))
+
+    return listener
+
+
 class Doorbell:
     """Keeps one LISTEN connection alive and turns notifications into keys."""
 
@@ -74,6 +84,16 @@ class Doorbell:
         self.connects = 0
         self.failures = 0  # consecutive, reset once a connection listens
         self.backend_pid: int | None = None
+        self._others: dict[str, Callable[[str], None]] = {}
+        self._reconnected: list[Callable[[], None]] = []
+
+    def also_listen(
+        self, channel: str, on_payload: Callable[[str], None], on_connected: Callable[[], None]
+    ) -> None:
+        """Hear `channel` on this connection too: `on_payload(payload)` per notification, and
+        `on_connected()` after every (re)connect (what was sent meanwhile is lost)."""
+        self._others[channel] = on_payload
+        self._reconnected.append(on_connected)
 
     async def run(self) -> None:
         """Listen forever, reconnecting after every loss.
@@ -118,6 +138,8 @@ class Doorbell:
         lost = asyncio.Event()
         conn.add_termination_listener(lambda _conn: lost.set())
         await conn.add_listener(self.channel, self._notified)
+        for channel, on_payload in self._others.items():
+            await conn.add_listener(channel, _relay(on_payload))
         self.backend_pid = conn.get_server_pid()
         self.connects += 1
         self.failures = 0
@@ -125,6 +147,8 @@ class Doorbell:
         log.info("doorbell listening on %s (connect #%d)", self.channel, self.connects)
         # Anything rung while nobody listened is lost: let the sweep look now.
         self._on_connected()
+        for reconnected in self._reconnected:
+            reconnected()
         while not lost.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(lost.wait(), self.probe_interval)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import asyncpg
@@ -57,7 +58,8 @@ async def test_readyz_turns_503_when_the_database_goes_away(
             base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
         ) as client:
             assert (await client.get("/readyz")).status_code == 200
-            name = empty_database_url.rsplit("/", 1)[1]
+            # The path, not the last "/": an embedded server's URL ends in `?host=/tmp/.../pg`.
+            name = urllib.parse.urlsplit(empty_database_url).path.lstrip("/")
             admin = await asyncpg.connect(pg_server_url)
             try:
                 await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -56,6 +56,7 @@ def project_calls(token_id: str) -> list[Call]:
         ("GET", f"{P}/workloads/train-7b/events", None),
         ("GET", f"{P}/workloads/train-7b/manifest", None),
         ("GET", f"{P}/workloads/train-7b/logs", None),
+        ("GET", f"{P}/workloads/train-7b/watch", None),
     ]
 
 
@@ -116,6 +117,13 @@ async def _world(api: Api) -> dict[str, str]:
 
 async def _call(client: httpx.AsyncClient, call: Call, **kwargs: Any) -> httpx.Response:
     method, path, body = call
+    if path.endswith("/watch"):
+        # A stream that opens never ends: its status and headers are the answer; a refusal's
+        # problem body is read whole.
+        async with client.stream(method, path, **kwargs) as response:
+            if response.status_code != 200:
+                await response.aread()
+            return response
     return await client.request(method, path, json=body, **kwargs)
 
 

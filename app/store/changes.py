@@ -1,0 +1,119 @@
+"""The workload change log (migration 0003) and who watches it (queries: section "streams").
+
+A trigger appends a row to `workload_changes` for every committed change of what a watcher
+sees of a workload, numbered while the row is locked; the row holds the workload's columns as
+they are after the change (`deleted`: the row is gone), so it renders like a `workloads` row.
+The workload row keeps its newest number in `change_id`.
+
+`stream_interest` marks the projects some replica has streams on; only changes of those
+projects ring `aicp_watch` (a NOTIFY-bearing commit takes a cluster-wide lock).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from app.store.queries import QUERIES
+
+if TYPE_CHECKING:
+    import asyncpg
+
+    from app.store.db import Connection
+
+CHANNEL = "aicp_watch"
+TOKENS_CHANNEL = "aicp_tokens"
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One read of the log: the changes after a position, and the reading snapshot's horizon
+    (transaction ids as integers: every transaction below `xmin` had ended; every one that can
+    have numbered a change missing from `rows` is below `xmax`)."""
+
+    rows: list[asyncpg.Record]
+    xmin: int
+    xmax: int
+
+
+async def read_after(conn: Connection, position: int, limit: int) -> Batch:
+    """Up to `limit` changes numbered above `position`, in order."""
+    records = await conn.fetch(QUERIES["changes_after"], position, limit)
+    first = records[0]
+    rows = [r for r in records if r["change_id"] is not None]
+    return Batch(rows=rows, xmin=first["xmin"], xmax=first["xmax"])
+
+
+async def newest_and_oldest(conn: Connection) -> tuple[int, int | None]:
+    """The newest change number handed out, and the oldest change still kept (None: none)."""
+    row = await conn.fetchrow(QUERIES["changes_newest"])
+    assert row is not None
+    return int(row["newest"]), row["oldest"]
+
+
+async def of_project(
+    conn: Connection,
+    project_id: uuid.UUID,
+    after: int,
+    upto: int,
+    limit: int,
+    *,
+    name: str | None = None,
+) -> list[asyncpg.Record]:
+    """The project's changes (of workload `name` only, if given) numbered in (`after`,
+    `upto`], oldest first, `limit` at most."""
+    return list(
+        await conn.fetch(QUERIES["changes_of_project"], project_id, after, upto, limit, name)
+    )
+
+
+async def purge(conn: Connection, older_than_seconds: float) -> int:
+    """Forget changes older than that; how many went."""
+    status = await conn.execute(QUERIES["changes_purge"], older_than_seconds)
+    return int(status.split()[-1])
+
+
+async def current_page(
+    conn: Connection,
+    project_id: uuid.UUID,
+    *,
+    name: str | None,
+    state: str | None,
+    compute_pool: str | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[asyncpg.Record]:
+    """A page of the project's workloads matching the filters, oldest first, after `after`
+    (a `(created_at, id)` of the previous page's last row); each row has its `change_id`."""
+    created_at, last_id = after or (datetime.fromtimestamp(0).astimezone(), uuid.UUID(int=0))
+    return list(
+        await conn.fetch(
+            QUERIES["workloads_watched"],
+            project_id,
+            name,
+            state,
+            compute_pool,
+            created_at,
+            last_id,
+            limit,
+        )
+    )
+
+
+async def mark_watched(
+    conn: Connection, replica: str, projects: list[uuid.UUID], ttl_seconds: float
+) -> None:
+    """`replica` has streams open on exactly `projects` (for the next `ttl_seconds`)."""
+    await conn.execute(QUERIES["stream_interest_renew"], replica, projects, ttl_seconds)
+
+
+async def unmark_all(conn: Connection, replica: str) -> None:
+    await conn.execute(QUERIES["stream_interest_drop"], replica)
+
+
+async def valid_tokens(conn: Connection, token_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of `token_ids` still authenticate (not revoked, not expired, not deleted)."""
+    rows = await conn.fetch(QUERIES["tokens_still_valid"], token_ids)
+    return {r["id"] for r in rows}
