@@ -18,8 +18,6 @@ from app.store.queries import QUERIES
 from app.store.token_cache import CachedToken
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     import asyncpg
 
     from app.store.db import Connection, Database

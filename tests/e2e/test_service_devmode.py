@@ -113,19 +113,28 @@ async def _status(client: httpx.AsyncClient, path: str, expected: int) -> bool:
     return (await client.get(path)).status_code == expected
 
 
-def _blocks(text: str, title: str) -> list[str]:
-    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+def _blocks(text: str, heading: str) -> list[str]:
+    """The ```sh blocks of one README section, by its heading line (up to the next heading)."""
+    section = re.split(r"\n#{2,3} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
     return re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
 
 
 def golden_path_script() -> str:
-    """The ```sh blocks of the README's "Quick start" and "Golden path" sections, in order:
-    the README followed top to bottom on one fresh instance."""
+    """The ```sh blocks of the README's curl "Quick start" and "Golden path", in order: the
+    REST walkthrough followed top to bottom on one fresh instance."""
     text = README.read_text()
-    quick, golden = _blocks(text, "Quick start"), _blocks(text, "Golden path")
+    quick = _blocks(text, "### Quick start with curl")
+    golden = _blocks(text, "### Golden path with curl")
     assert len(quick) >= 2, "the quick start lost its code blocks"
     assert len(golden) >= 6, "the golden path lost its code blocks"
     return "set -euo pipefail\n" + "\n".join(quick + golden)
+
+
+def cli_golden_path_script() -> str:
+    """The ```sh blocks of the README's "Golden path" (the command line), in order."""
+    blocks = _blocks(README.read_text(), "## Golden path")
+    assert len(blocks) >= 6, "the golden path lost its code blocks"
+    return "set -euo pipefail\n" + "\n".join(blocks)
 
 
 async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_releases_every_lease(

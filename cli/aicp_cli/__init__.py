@@ -1,0 +1,1 @@
+"""The ``aicp`` command line: a client of the public REST API (see ``aicp_cli.main``)."""

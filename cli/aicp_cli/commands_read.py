@@ -1,0 +1,375 @@
+"""`aicp get`, `aicp describe`, `aicp logs` and `aicp wait`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+from aicp_cli import progress
+from aicp_cli.client import Client
+from aicp_cli.errors import ApiError, CliError
+from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, kind_named
+from aicp_cli.output import FORMATS, age, dump, dump_event, row_line, table
+from aicp_cli.session import client_for, context_of, project_of
+
+STATES = ("PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED", "FAILED", "DELETING")
+FINISHED = ("SUCCEEDED", "FAILED")
+
+
+def complete_workloads(ctx: click.Context, _param: Any, incomplete: str) -> list[CompletionItem]:
+    """Workload names for the shell (quietly nothing when the server cannot be asked)."""
+    try:
+        client = Client(context_of(ctx), timeout=2.0)
+        try:
+            found = client.items(f"/projects/{project_of(client)}/workloads")
+        finally:
+            client.close()
+    except Exception:
+        return []
+    return [CompletionItem(w["name"]) for w in found if w["name"].startswith(incomplete)]
+
+
+def complete_kinds(_ctx: click.Context, _param: Any, incomplete: str) -> list[CompletionItem]:
+    return [CompletionItem(name) for name in NAMES if name.startswith(incomplete)]
+
+
+@click.command()
+@click.argument("resource", shell_complete=complete_kinds)
+@click.argument("name", required=False, shell_complete=complete_workloads)
+@click.option(
+    "-o", "--output", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
+@click.option(
+    "--state", type=click.Choice(STATES, case_sensitive=False), help="Workloads in this state."
+)
+@click.option("--pool", help="Workloads of this compute pool.")
+@click.option("-w", "--watch", is_flag=True, help="Then print every change as it happens.")
+@click.pass_context
+def get(
+    ctx: click.Context,
+    resource: str,
+    name: str | None,
+    fmt: str,
+    state: str | None,
+    pool: str | None,
+    watch: bool,
+) -> None:
+    """Show workloads, pools, projects, tokens or bindings (one by NAME, or all).
+
+    With -w (workloads), follow the live stream: a row for each change, as it happens.
+    """
+    kind = kind_named(resource)
+    if (state or pool or watch) and kind.name != "workload":
+        raise CliError("--state, --pool and -w apply to workloads only")
+    with client_for(ctx) as client:
+        project = project_of(client) if kind.scoped else None
+        if watch:
+            _watch(client, kind, project, name, fmt, state, pool)
+            return
+        if name is not None:
+            found = client.get(kind.path(project, name))
+            if fmt in ("json", "yaml"):
+                dump(found, fmt)
+            else:
+                table([found], kind.wide if fmt == "wide" else kind.columns)
+            return
+        params = {"state": state.upper() if state else None, "compute_pool": pool}
+        items = client.items(kind.path(project), **params)
+        if fmt in ("json", "yaml"):
+            dump({"items": items}, fmt)
+        elif not items:
+            click.echo(
+                f"No {kind.plural} found" + (f" in project {project}." if project else "."),
+                err=True,
+            )
+        else:
+            table(items, kind.wide if fmt == "wide" else kind.columns)
+
+
+def _watch(
+    client: Client,
+    kind: Kind,
+    project: str | None,
+    name: str | None,
+    fmt: str,
+    state: str | None,
+    pool: str | None,
+) -> None:
+    if name is not None:
+        path, params = kind.path(project, name) + "/watch", {}
+    else:
+        path = kind.path(project)
+        params = {"watch": "true", "state": state.upper() if state else None, "compute_pool": pool}
+    columns = WORKLOAD_WIDE if fmt == "wide" else WORKLOAD_COLUMNS
+    titles = [title for title, _ in columns]
+    widths = [
+        max(len(t), w)
+        for t, w in zip(titles, (24, 10, 14, 5, 6, 6, 24, 24, 8, 4, 28), strict=False)
+    ]
+    if fmt in ("table", "wide"):
+        click.echo(row_line(["EVENT", *titles], [8, *widths]))
+    for event in client.watch(path, params, on_reconnect=progress.note):
+        if fmt in ("json", "yaml"):
+            dump_event(event.type, event.object, fmt)
+            continue
+        values = [
+            str(v) if v not in (None, "", []) else "-"
+            for v in (get(event.object) for _, get in columns)
+        ]
+        values = [",".join(v) if isinstance(v, list) else v for v in values]
+        click.echo(row_line([event.type, *values], [8, *widths]))
+        sys.stdout.flush()
+
+
+@click.command()
+@click.argument("resource", shell_complete=complete_kinds)
+@click.argument("name", shell_complete=complete_workloads)
+@click.pass_context
+def describe(ctx: click.Context, resource: str, name: str) -> None:
+    """Everything about one workload: spec, status and its reason, admission, nodes,
+    accelerator evidence and the event timeline."""
+    kind = kind_named(resource)
+    if kind.name != "workload":
+        raise CliError(
+            "describe shows workloads; use 'aicp get RESOURCE NAME -o yaml' for the rest"
+        )
+    with client_for(ctx) as client:
+        project = project_of(client)
+        found = client.get(kind.path(project, name))
+        events = client.items(kind.path(project, name) + "/events")
+    _describe(found, events)
+
+
+def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    spec, status = w.get("spec") or {}, w.get("status") or {}
+    lines: list[tuple[str, Any]] = [
+        ("Name", w["name"]),
+        ("Project", w.get("project")),
+        ("Compute pool", w.get("compute_pool")),
+        ("UID", w.get("uid")),
+        ("Generation", f"{w.get('generation')} (observed {status.get('observed_generation')})"),
+        (
+            "Created",
+            f"{w.get('created_at')} ({age(w.get('created_at'))} ago) by {w.get('created_by')}",
+        ),
+    ]
+    _section("", lines)
+    command = " ".join([*(spec.get("command") or []), *(spec.get("args") or [])])
+    _section(
+        "Spec",
+        [
+            ("Image", spec.get("image")),
+            ("Command", command or "(the image's default)"),
+            (
+                "Accelerators",
+                f"{spec.get('accelerators')} per replica x {spec.get('replicas')} replica(s)",
+            ),
+            ("CPU / memory", f"{spec.get('cpu')} / {spec.get('memory')} per replica"),
+            ("Max runtime", f"{spec.get('max_runtime_seconds')} s"),
+            ("Retries", spec.get("retries")),
+            ("Priority", spec.get("priority")),
+            ("Env", ", ".join(f"{k}={v}" for k, v in (spec.get("env") or {}).items()) or "-"),
+            ("Labels", ", ".join(f"{k}={v}" for k, v in (spec.get("labels") or {}).items()) or "-"),
+        ],
+    )
+    admission = status.get("admission") or {}
+    accelerator = status.get("accelerator") or {}
+    job = status.get("job") or {}
+    _section(
+        "Status",
+        [
+            ("State", status.get("state")),
+            ("Reason", status.get("reason")),
+            ("Job", job.get("name") or "-"),
+            (
+                "Admission",
+                f"cluster queue {admission.get('cluster_queue')}, "
+                f"flavor {admission.get('flavor')}, at {admission.get('admitted_at')}"
+                if admission
+                else "-",
+            ),
+            ("Nodes", ", ".join(status.get("nodes") or []) or "-"),
+            (
+                "Accelerator",
+                f"{accelerator.get('product')} x {accelerator.get('count')}"
+                + (
+                    f" ({accelerator.get('memory_mib')} MiB each)"
+                    if accelerator.get("memory_mib")
+                    else ""
+                )
+                if accelerator
+                else "-",
+            ),
+            ("Attempts", status.get("attempts")),
+            ("Started", status.get("started_at") or "-"),
+            ("Finished", status.get("finished_at") or "-"),
+            ("Exit code", "-" if status.get("exit_code") is None else status.get("exit_code")),
+        ],
+    )
+    click.echo("Events:")
+    if not events:
+        click.echo("  (none)")
+    for event in reversed(events):
+        when, kind = age(event.get("at")), event.get("type") or ""
+        click.echo(f"  {when:>5}  {kind:<18} {event.get('message')}  [{event.get('actor')}]")
+
+
+def _section(title: str, lines: list[tuple[str, Any]]) -> None:
+    indent = ""
+    if title:
+        click.echo(f"{title}:")
+        indent = "  "
+    width = max(len(label) for label, _ in lines) + 1
+    for label, value in lines:
+        click.echo(f"{indent}{(label + ':').ljust(width + 1)} {'-' if value is None else value}")
+
+
+@click.command()
+@click.argument("name", shell_complete=complete_workloads)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing lines as they are written.")
+@click.option(
+    "--tail", type=click.IntRange(1, 10000), default=100, show_default=True, help="Lines per pod."
+)
+@click.option(
+    "--since",
+    "since_seconds",
+    type=click.IntRange(1),
+    help="Only lines newer than this many seconds.",
+)
+@click.option("--replica", type=click.IntRange(0, 63), help="Only the N-th pod (0-based).")
+@click.pass_context
+def logs(
+    ctx: click.Context,
+    name: str,
+    follow: bool,
+    tail: int,
+    since_seconds: int | None,
+    replica: int | None,
+) -> None:
+    """Print a workload's logs (its current generation's pods). With -f, wait until it runs,
+    then stream until its containers end."""
+    with client_for(ctx) as client:
+        path = f"/projects/{project_of(client)}/workloads/{name}"
+        params = {"tail": tail, "since_seconds": since_seconds, "replica": replica}
+        if not follow:
+            sys.stdout.write(client.request("GET", path + "/logs", params=params).text)
+            return
+        _wait_until_started(client, path, name)
+        for chunk in client.stream_text(path + "/logs", {**params, "follow": "true"}):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+
+
+def _wait_until_started(client: Client, path: str, name: str) -> None:
+    with progress.Progress(name) as shown:
+        for event in client.watch(path + "/watch", on_reconnect=progress.note):
+            state = event.object["status"]["state"]
+            shown.update(state, event.object["status"]["reason"])
+            if state in ("RUNNING", *FINISHED):
+                return
+            if event.type == "DELETED":
+                raise CliError(f"workload {name} was deleted before it ran")
+
+
+def _duration(text: str) -> float:
+    """`90`, `90s`, `10m`, `2h`, `1h30m` → seconds."""
+    total, number, units = 0.0, "", {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    for char in text.strip():
+        if char.isdigit() or char == ".":
+            number += char
+        elif char in units and number:
+            total += float(number) * units[char]
+            number = ""
+        else:
+            raise click.BadParameter(f"{text!r} is not a duration like 90s, 10m or 1h30m")
+    if number:
+        total += float(number)
+    return total
+
+
+@click.command()
+@click.argument("name", shell_complete=complete_workloads)
+@click.option(
+    "--for",
+    "condition",
+    default="state=SUCCEEDED",
+    show_default=True,
+    help="state=STATE[,STATE...], or delete.",
+)
+@click.option(
+    "--timeout", default="10m", show_default=True, help="Give up after this long (90s, 10m, 1h)."
+)
+@click.pass_context
+def wait(ctx: click.Context, name: str, condition: str, timeout: str) -> int:
+    """Wait until a workload reaches a state (for CI): exit 0 when it does; 1 with the reason
+    when it ends otherwise; 124 when the time runs out."""
+    wanted, deleting = _condition(condition)
+    deadline = time.monotonic() + _duration(timeout)
+    with client_for(ctx) as client:
+        path = f"/projects/{project_of(client)}/workloads/{name}"
+        try:
+            return _wait(client, path, name, wanted, deleting, deadline, timeout)
+        except ApiError as exc:
+            if deleting and exc.status == 404:
+                click.echo(f"workload/{name} deleted")
+                return 0
+            raise
+
+
+def _condition(condition: str) -> tuple[set[str], bool]:
+    if condition.strip().lower() == "delete":
+        return set(), True
+    key, _, value = condition.partition("=")
+    states = {s.strip().upper() for s in value.split(",") if s.strip()}
+    if key.strip().lower() != "state" or not states or not states <= set(STATES):
+        raise click.BadParameter(
+            f"{condition!r}: use state=STATE (one of {', '.join(STATES)}) or delete",
+            param_hint="--for",
+        )
+    return states, False
+
+
+def _wait(
+    client: Client,
+    path: str,
+    name: str,
+    wanted: set[str],
+    deleting: bool,
+    deadline: float,
+    timeout: str,
+) -> int:
+    last: dict[str, Any] = {}
+    events = client.watch(path + "/watch", on_reconnect=progress.note)
+    try:
+        with progress.Progress(name) as shown:
+            for event in progress.before(events, deadline):
+                status = last = event.object["status"]
+                shown.update(status["state"], status["reason"])
+                if event.type == "DELETED":
+                    if deleting:
+                        click.echo(f"workload/{name} deleted")
+                        return 0
+                    _fail(f"workload {name} was deleted ({status['state']}: {status['reason']})")
+                    return 1
+                if status["state"] in wanted:
+                    click.echo(f"workload/{name} {status['state']}: {status['reason']}")
+                    return 0
+                if status["state"] in FINISHED and not deleting:
+                    _fail(f"workload {name} ended {status['state']}: {status['reason']}")
+                    return 1
+    except progress.TimedOut:
+        pass
+    still = f" (still {last.get('state')}: {last.get('reason')})" if last else ""
+    _fail(f"timed out after {timeout} waiting for workload {name}{still}")
+    return 124
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+
+
+COMMANDS = [get, describe, logs, wait]

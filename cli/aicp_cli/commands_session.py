@@ -1,0 +1,107 @@
+"""`aicp login`, `aicp config ...` (contexts) and `aicp completion SHELL`."""
+
+from __future__ import annotations
+
+import click
+from click.shell_completion import get_completion_class
+
+from aicp_cli import config
+from aicp_cli.client import Client
+from aicp_cli.config import Context
+from aicp_cli.errors import CliError
+from aicp_cli.output import table
+
+
+@click.command()
+@click.option("--url", required=True, help="Where aicp answers, e.g. http://127.0.0.1:8080")
+@click.option(
+    "--token",
+    envvar="AICP_TOKEN",
+    required=True,
+    help="The platform admin token or a project token (aicp_...); or AICP_TOKEN.",
+)
+@click.option("--context", "name", metavar="NAME", help="Save as this context (default: derived).")
+@click.option(
+    "--project", metavar="NAME", help="Default project (a project token's own if omitted)."
+)
+def login(url: str, token: str, name: str | None, project: str | None) -> None:
+    """Check a token against a server and save it as the current context."""
+    url = url.rstrip("/")
+    client = Client(Context("login", url, token, project))
+    try:
+        projects = client.get("/projects", limit=2)["items"]
+    finally:
+        client.close()
+    is_project_token = token.startswith("aicp_")
+    if project is None and is_project_token and len(projects) == 1:
+        project = projects[0]["name"]
+    context_name = name or project or ("admin" if not is_project_token else "default")
+    path = config.store_context(Context(context_name, url, token, project))
+    who = f"project {project}" if is_project_token else "the platform admin"
+    click.echo(f"Logged in to {url} as {who}; context {context_name!r} saved in {path}.")
+
+
+@click.group("config")
+def config_group() -> None:
+    """Saved contexts (like kubectl config)."""
+
+
+@config_group.command("get-contexts")
+def get_contexts() -> None:
+    """List the saved contexts; * marks the current one."""
+    data = config.load()
+    current = data.get("current-context")
+    rows = [
+        {"current": "*" if name == current else "", "name": name, **entry}
+        for name, entry in sorted(data["contexts"].items())
+    ]
+    table(
+        rows,
+        [
+            ("CURRENT", lambda r: r["current"]),
+            ("NAME", lambda r: r["name"]),
+            ("URL", lambda r: r.get("url")),
+            ("PROJECT", lambda r: r.get("project")),
+        ],
+    )
+
+
+@config_group.command("current-context")
+def current_context() -> None:
+    """Print the current context's name."""
+    name = config.load().get("current-context")
+    if not name:
+        raise CliError("no current context: run 'aicp login'")
+    click.echo(name)
+
+
+@config_group.command("use-context")
+@click.argument("name")
+def use_context(name: str) -> None:
+    """Make NAME the current context."""
+    config.use(name)
+    click.echo(f"Switched to context {name!r}.")
+
+
+@config_group.command("delete-context")
+@click.argument("name")
+def delete_context(name: str) -> None:
+    """Forget a saved context (and its token)."""
+    config.forget(name)
+    click.echo(f"Deleted context {name!r}.")
+
+
+@click.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+@click.pass_context
+def completion(ctx: click.Context, shell: str) -> None:
+    """Print the shell completion script, e.g. `eval "$(aicp completion bash)"`, or save it:
+    `aicp completion fish > ~/.config/fish/completions/aicp.fish`."""
+    root = ctx.find_root()
+    cls = get_completion_class(shell)
+    if cls is None:  # click ships all three
+        raise CliError(f"no completion for {shell}")
+    click.echo(cls(root.command, {}, "aicp", "_AICP_COMPLETE").source())
+
+
+COMMANDS = [login, config_group, completion]

@@ -1,0 +1,172 @@
+"""The resource kinds the command line knows: their names, paths and table columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aicp_cli.errors import CliError
+from aicp_cli.output import Column, age
+
+
+def _status(obj: dict[str, Any], key: str) -> Any:
+    return (obj.get("status") or {}).get(key)
+
+
+def _gpus(obj: dict[str, Any]) -> str:
+    spec = obj.get("spec") or {}
+    per, replicas = spec.get("accelerators", 0), spec.get("replicas", 1)
+    return f"{per}x{replicas}" if replicas != 1 else str(per)
+
+
+def _accelerator(obj: dict[str, Any]) -> str | None:
+    found = _status(obj, "accelerator") or {}
+    return found.get("product")
+
+
+WORKLOAD_COLUMNS: list[Column] = [
+    ("NAME", lambda o: o["name"]),
+    ("STATE", lambda o: _status(o, "state")),
+    ("POOL", lambda o: o.get("compute_pool")),
+    ("GPUS", _gpus),
+    ("AGE", lambda o: age(o.get("created_at"))),
+    ("REASON", lambda o: _status(o, "reason")),
+]
+WORKLOAD_WIDE: list[Column] = [
+    *WORKLOAD_COLUMNS[:-1],
+    ("GEN", lambda o: f"{o.get('generation')}/{_status(o, 'observed_generation')}"),
+    ("NODES", lambda o: _status(o, "nodes")),
+    ("ACCELERATOR", _accelerator),
+    ("ATTEMPTS", lambda o: _status(o, "attempts")),
+    ("EXIT", lambda o: _status(o, "exit_code")),
+    ("JOB", lambda o: (_status(o, "job") or {}).get("name")),
+    WORKLOAD_COLUMNS[-1],
+]
+
+
+def _usage(obj: dict[str, Any], key: str) -> Any:
+    return ((obj.get("status") or {}).get("usage") or {}).get(key)
+
+
+POOL_COLUMNS: list[Column] = [
+    ("NAME", lambda o: o["name"]),
+    ("STATE", lambda o: _status(o, "state")),
+    ("CLASS", lambda o: o.get("accelerator_class")),
+    ("GPUS", lambda o: (o.get("quota") or {}).get("accelerators")),
+    ("IN USE", lambda o: _usage(o, "accelerators_admitted")),
+    ("ADMITTED", lambda o: _usage(o, "workloads_admitted")),
+    ("PENDING", lambda o: _usage(o, "workloads_pending")),
+    ("AGE", lambda o: age(o.get("created_at"))),
+]
+POOL_WIDE: list[Column] = [
+    *POOL_COLUMNS,
+    ("CPU", lambda o: (o.get("quota") or {}).get("cpu")),
+    ("MEMORY", lambda o: (o.get("quota") or {}).get("memory")),
+    ("CLUSTER QUEUE", lambda o: _status(o, "cluster_queue")),
+    ("REASON", lambda o: _status(o, "reason")),
+]
+PROJECT_COLUMNS: list[Column] = [
+    ("NAME", lambda o: o["name"]),
+    ("STATE", lambda o: _status(o, "state")),
+    ("NAMESPACE", lambda o: o.get("namespace")),
+    ("AGE", lambda o: age(o.get("created_at"))),
+]
+PROJECT_WIDE: list[Column] = [
+    *PROJECT_COLUMNS,
+    ("DISPLAY NAME", lambda o: o.get("display_name")),
+    ("REASON", lambda o: _status(o, "reason")),
+]
+TOKEN_COLUMNS: list[Column] = [
+    ("ID", lambda o: o["id"]),
+    ("NAME", lambda o: o["name"]),
+    ("ROLE", lambda o: o["role"]),
+    ("AGE", lambda o: age(o.get("created_at"))),
+    ("EXPIRES", lambda o: o.get("expires_at") or "never"),
+    ("REVOKED", lambda o: o.get("revoked_at") or "-"),
+]
+BINDING_COLUMNS: list[Column] = [
+    ("CLASS", lambda o: o["accelerator_class"]),
+    ("RESOURCE", lambda o: o.get("resource_name")),
+    ("FLAVOR", lambda o: o.get("flavor")),
+    ("NODE LABELS", lambda o: [f"{k}={v}" for k, v in (o.get("node_labels") or {}).items()]),
+    ("AGE", lambda o: age(o.get("created_at"))),
+]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str  # singular, as printed: "workload"
+    plural: str  # "workloads"
+    aliases: tuple[str, ...]
+    scoped: bool  # under /projects/{project}
+    segment: str  # the path segment
+    key: str  # the field naming one
+    columns: list[Column]
+    wide: list[Column]
+
+    def path(self, project: str | None, name: str | None = None) -> str:
+        base = f"/projects/{project}/{self.segment}" if self.scoped else f"/{self.segment}"
+        return base if name is None else f"{base}/{name}"
+
+
+KINDS = [
+    Kind(
+        "workload",
+        "workloads",
+        ("wl", "workload", "workloads"),
+        True,
+        "workloads",
+        "name",
+        WORKLOAD_COLUMNS,
+        WORKLOAD_WIDE,
+    ),
+    Kind(
+        "pool",
+        "pools",
+        ("pool", "pools", "compute-pool", "compute-pools", "cp"),
+        True,
+        "compute-pools",
+        "name",
+        POOL_COLUMNS,
+        POOL_WIDE,
+    ),
+    Kind(
+        "project",
+        "projects",
+        ("project", "projects", "proj"),
+        False,
+        "projects",
+        "name",
+        PROJECT_COLUMNS,
+        PROJECT_WIDE,
+    ),
+    Kind(
+        "token",
+        "tokens",
+        ("token", "tokens"),
+        True,
+        "tokens",
+        "id",
+        TOKEN_COLUMNS,
+        TOKEN_COLUMNS,
+    ),
+    Kind(
+        "binding",
+        "bindings",
+        ("binding", "bindings", "accelerator-binding", "accelerator-bindings", "ab"),
+        False,
+        "accelerator-bindings",
+        "accelerator_class",
+        BINDING_COLUMNS,
+        BINDING_COLUMNS,
+    ),
+]
+NAMES = sorted({alias for kind in KINDS for alias in kind.aliases})
+
+
+def kind_named(word: str) -> Kind:
+    for kind in KINDS:
+        if word.lower() in kind.aliases:
+            return kind
+    known = ", ".join(kind.plural for kind in KINDS)
+    raise CliError(f"unknown resource type {word!r} (one of: {known})")

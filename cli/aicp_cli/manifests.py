@@ -1,0 +1,204 @@
+"""`aicp apply -f`: documents from YAML or JSON files, and what applying each would change.
+
+A document is a request body of the REST API with an optional `kind` (Workload when absent;
+also ComputePool, Project, AcceleratorBinding). Several documents per file (`---`), several
+files, or `-` for standard input. Applying is create-or-replace by name:
+
+- Workload: created (POST) when absent; replaced (PUT, a new generation) when its spec differs
+  from the stored one, the defaults filled in; unchanged otherwise.
+- ComputePool: created when absent; its quota changed (PATCH) when it differs.
+- Project: created when absent (projects have no update).
+- AcceleratorBinding: PUT (created or replaced).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from aicp_cli.errors import CliError
+
+if TYPE_CHECKING:
+    from aicp_cli.client import Client
+
+KIND_NAMES = {
+    "workload": "Workload",
+    "computepool": "ComputePool",
+    "pool": "ComputePool",
+    "project": "Project",
+    "acceleratorbinding": "AcceleratorBinding",
+    "binding": "AcceleratorBinding",
+}
+#: The workload spec's defaults (docs/API.md), so a file that omits them compares equal.
+WORKLOAD_DEFAULTS: dict[str, Any] = {
+    "command": [],
+    "args": [],
+    "env": {},
+    "accelerators": 0,
+    "cpu": "1",
+    "memory": "1Gi",
+    "replicas": 1,
+    "max_runtime_seconds": 86400,
+    "retries": 0,
+    "priority": "normal",
+    "labels": {},
+}
+
+
+@dataclass
+class Document:
+    source: str  # "file.yaml" or "file.yaml#2"
+    kind: str
+    body: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        key = "accelerator_class" if self.kind == "AcceleratorBinding" else "name"
+        value = self.body.get(key)
+        if not isinstance(value, str) or not value:
+            raise CliError(f"{self.source}: {self.kind} has no {key!r}")
+        return value
+
+
+def read_documents(paths: list[str]) -> list[Document]:
+    docs: list[Document] = []
+    for path in paths:
+        text = _read(path)
+        label = "<stdin>" if path == "-" else path
+        try:
+            loaded = [d for d in yaml.safe_load_all(text) if d is not None]
+        except yaml.YAMLError as exc:
+            raise CliError(f"{label}: not valid YAML or JSON: {_yaml_problem(exc)}") from exc
+        for index, doc in enumerate(loaded, start=1):
+            source = label if len(loaded) == 1 else f"{label}#{index}"
+            if isinstance(doc, list):
+                raise CliError(f"{source}: a document must be a mapping, not a list")
+            if not isinstance(doc, dict):
+                raise CliError(f"{source}: a document must be a mapping of fields")
+            found = _document(source, doc)
+            _ = found.name  # a document without its name is reported here, with its source
+            docs.append(found)
+    if not docs:
+        raise CliError("no documents to apply")
+    return docs
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text") from exc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(problem)
+
+
+def _document(source: str, doc: dict[str, Any]) -> Document:
+    body = dict(doc)
+    raw_kind = body.pop("kind", "Workload")
+    kind = KIND_NAMES.get(str(raw_kind).lower().replace("-", "").replace("_", ""))
+    if kind is None:
+        raise CliError(
+            f"{source}: unknown kind {raw_kind!r} (Workload, ComputePool, Project, "
+            "AcceleratorBinding)"
+        )
+    body.pop("apiVersion", None)
+    return Document(source, kind, body)
+
+
+@dataclass
+class Plan:
+    """What applying one document does: the action, the request, and the diff."""
+
+    document: Document
+    action: str  # created, replaced, configured, unchanged
+    method: str | None
+    path: str
+    body: Any
+    diff: str
+
+
+def plan(client: Client, project: str | None, doc: Document) -> Plan:
+    name = doc.name
+    if doc.kind == "Workload":
+        path = f"/projects/{_project(project, doc)}/workloads"
+        current = client.exists(f"{path}/{name}")
+        if current is None:
+            return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
+        wanted = {**WORKLOAD_DEFAULTS, **doc.body}
+        stored = current.get("spec") or {}
+        if _same(stored, wanted):
+            return Plan(doc, "unchanged", None, f"{path}/{name}", None, "")
+        return Plan(doc, "replaced", "PUT", f"{path}/{name}", doc.body, _diff(stored, wanted, name))
+    if doc.kind == "ComputePool":
+        path = f"/projects/{_project(project, doc)}/compute-pools"
+        current = client.exists(f"{path}/{name}")
+        if current is None:
+            return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
+        if current.get("accelerator_class") != doc.body.get("accelerator_class", None) and (
+            "accelerator_class" in doc.body
+        ):
+            raise CliError(f"{doc.source}: a pool's accelerator_class cannot change")
+        if _same(current.get("quota"), doc.body.get("quota")):
+            return Plan(doc, "unchanged", None, f"{path}/{name}", None, "")
+        patch = {"quota": doc.body.get("quota")}
+        diff = _diff({"quota": current.get("quota")}, patch, name)
+        return Plan(doc, "configured", "PATCH", f"{path}/{name}", patch, diff)
+    if doc.kind == "Project":
+        current = client.exists(f"/projects/{name}")
+        if current is None:
+            return Plan(doc, "created", "POST", "/projects", doc.body, _diff(None, doc.body, name))
+        return Plan(doc, "unchanged", None, f"/projects/{name}", None, "")
+    path = f"/accelerator-bindings/{name}"
+    current = client.exists(path)
+    body = {k: v for k, v in doc.body.items() if k != "accelerator_class"}
+    if current is not None:
+        stored = {k: current.get(k) for k in body}
+        if _same(stored, body):
+            return Plan(doc, "unchanged", None, path, None, "")
+        return Plan(doc, "configured", "PUT", path, body, _diff(stored, body, name))
+    return Plan(doc, "created", "PUT", path, body, _diff(None, body, name))
+
+
+def _project(project: str | None, doc: Document) -> str:
+    if not project:
+        raise CliError(f"{doc.source}: no project (pass --project NAME or set AICP_PROJECT)")
+    return project
+
+
+def _same(left: Any, right: Any) -> bool:
+    return json.dumps(left, sort_keys=True) == json.dumps(right, sort_keys=True)
+
+
+def _diff(before: Any, after: Any, name: str) -> str:
+    def lines(value: Any) -> list[str]:
+        if value is None:
+            return []
+        return yaml.safe_dump(value, sort_keys=True).splitlines(keepends=True)
+
+    return "".join(
+        difflib.unified_diff(lines(before), lines(after), f"{name} (stored)", f"{name} (file)")
+    )
+
+
+def execute(client: Client, step: Plan) -> None:
+    """Send the plan's request. Creates carry no Idempotency-Key: applying the same file after
+    a deletion must create again, not replay the first answer; the existence check above
+    already makes a repeated apply a no-op."""
+    if step.method is not None:
+        client.request(step.method, step.path, body=step.body)

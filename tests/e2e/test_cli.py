@@ -1,0 +1,235 @@
+"""The `aicp` command line against a running aicp on kubesim: watches that miss nothing (across
+a dropped connection, across replicas), tenancy and revocation on streams, and one clear line
+for each kind of failure.
+
+The CLI runs as a subprocess (the installed console script), with its own config directory;
+it reaches the service only over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.e2e.scenario import PROJECT, WORKLOADS, setup_pool, submit
+from tests.support.cli import AICP, Cli, TcpProxy
+from tests.support.service import RunningService, TwoReplicas
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.timeout(90)
+
+#: Slow enough at each step that the reconciler records every state: the image pull keeps the
+#: admitted Job's pod Pending (ADMITTED) before it runs (RUNNING) for a while.
+STEPS = {"KUBESIM_PULL_SECONDS": "0.5", "KUBESIM_RUN_SECONDS": "1"}
+ORDER = ["PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"]
+
+
+def admin_cli(running: RunningService, home: Path, url: str | None = None) -> Cli:
+    token = running.service.settings.admin_token
+    assert token is not None
+    return Cli(url or running.url, token, home, project=PROJECT)
+
+
+async def changes_of(database_url: str, name: str) -> list[str]:
+    """The states of every change the database recorded for the workload, in order."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT state FROM workload_changes WHERE name = $1 ORDER BY change_id", name
+        )
+    finally:
+        await conn.close()
+    return [row["state"] for row in rows]
+
+
+def open_streams(running: RunningService) -> int:
+    feed = running.service.feed
+    return 0 if feed is None else feed.open_streams
+
+
+def distinct(states: list[str]) -> list[str]:
+    return [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s]
+
+
+async def test_the_console_script_is_installed_and_never_imports_the_service() -> None:
+    assert AICP.exists(), "make venv installs .venv/bin/aicp"
+    process = await asyncio.create_subprocess_exec(
+        str(AICP.parent / "python"),
+        "-c",
+        "import sys, aicp_cli.main; print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('app', 'kubesim')))",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert out.decode().strip() == "[]"
+
+
+async def test_get_w_sees_queued_admitted_running_succeeded_in_order_with_no_gaps(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
+        await wait_until(lambda: open_streams(running_service) >= 1, message="a stream")
+        await submit(running_service, "train-7b", env=STEPS)
+        events = []
+        while not events or events[-1]["object"]["status"]["state"] != "SUCCEEDED":
+            events.append(await watch.event())
+    states = [e["object"]["status"]["state"] for e in events]
+    assert distinct(states) == ORDER
+    assert events[0]["type"] == "ADDED" and {e["type"] for e in events[1:]} == {"MODIFIED"}
+    # No gap: exactly the changes the database committed, in its order.
+    assert states == await changes_of(running_service.database_url, "train-7b")
+
+
+async def test_a_dropped_connection_is_resumed_with_last_event_id_and_misses_nothing(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    async with TcpProxy(running_service.service.port) as proxy:
+        cli = admin_cli(running_service, tmp_path, url=proxy.url)
+        async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
+            await wait_until(lambda: open_streams(running_service) >= 1, message="a stream")
+            await submit(running_service, "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "1"})
+            events = [await watch.event(), await watch.event()]  # ADDED, QUEUED
+            proxy.cut()  # the network drops the stream; the workload goes on meanwhile
+            while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
+                events.append(await watch.event())
+    states = [e["object"]["status"]["state"] for e in events]
+    assert distinct(states) == ORDER
+    assert states == await changes_of(running_service.database_url, "train-7b")
+    ids = [int(e["id"]) for e in events[1:] if e.get("id")]
+    assert ids == sorted(set(ids))  # nothing repeated
+
+
+async def test_a_watcher_on_one_replica_sees_what_the_other_reconciles(
+    two_replicas: TwoReplicas, tmp_path: Path
+) -> None:
+    acceptor, watcher_side = two_replicas.first, two_replicas.second
+    await setup_pool(acceptor)
+    cli = admin_cli(watcher_side, tmp_path)
+    async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
+        await wait_until(lambda: open_streams(watcher_side) >= 1, message="a stream")
+        # Accepted by the first replica, which leases it and so reconciles it.
+        await submit(acceptor, "train-7b", env=STEPS)
+        events = [await watch.event()]
+        while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
+            events.append(await watch.event())
+    states = [e["object"]["status"]["state"] for e in events]
+    assert distinct(states) == ORDER
+    assert states == await changes_of(acceptor.database_url, "train-7b")
+    trail = (await acceptor.client.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
+    actors = {e["actor"] for e in trail if e["type"] in ("Admitted", "Started", "Succeeded")}
+    assert actors == {f"controller:{acceptor.instance_id}"}  # reconciled by the other one
+
+
+async def test_a_revoked_token_ends_its_watch_with_one_clear_line(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    await submit(running_service, "train-7b", env={"KUBESIM_RUN_SECONDS": "60"})
+    made = await running_service.client.post(
+        f"/api/v1/projects/{PROJECT}/tokens", json={"name": "watcher", "role": "viewer"}
+    )
+    token = made.json()["token"]
+    viewer = Cli(running_service.url, token, tmp_path, project=PROJECT)
+    async with viewer.start("get", "workloads", "-w") as watch:
+        assert (await watch.line()).startswith("EVENT")
+        await watch.line()
+        revoked = await running_service.client.delete(
+            f"/api/v1/projects/{PROJECT}/tokens/{made.json()['id']}"
+        )
+        assert revoked.status_code == 204
+        started = time.monotonic()
+        code, err = await watch.exit_code()
+    assert time.monotonic() - started < 5
+    assert code == 1
+    assert err.strip().splitlines()[-1] == "error: Unauthorized: The token has been revoked."
+    assert "Traceback" not in err
+
+
+async def test_another_projects_token_cannot_watch_or_see_this_projects_workloads(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    await submit(running_service, "train-7b")
+    await running_service.api.create_project("other")
+    token = await running_service.api.create_token("other", "admin")
+    outsider = Cli(running_service.url, token, tmp_path, project=PROJECT)
+    watched = await outsider.run("get", "workloads", "train-7b", "-w")
+    assert (watched.code, watched.error_lines) == (
+        1,
+        ["error: Not found: Project 'research' not found."],
+    )
+    own = await outsider.run("-p", "other", "get", "workloads", "-o", "json")
+    assert own.code == 0 and '"items": []' in own.out
+
+
+async def test_bad_yaml_unknown_fields_and_a_server_that_is_down_each_give_one_clear_line(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    (tmp_path / "bad.yaml").write_text("name: x\n  compute_pool: [\n")
+    (tmp_path / "typo.yaml").write_text("name: x\ncompute_pool: h100-pool\nimage: i\nreplica: 3\n")
+
+    bad = await cli.run("apply", "-f", "bad.yaml")
+    typo = await cli.run("apply", "-f", "typo.yaml")
+    down = await cli.run("get", "workloads", AICP_URL="http://127.0.0.1:9")
+
+    assert bad.code == 1 and bad.error_lines == [
+        "error: bad.yaml: not valid YAML or JSON: mapping values are not allowed here at line "
+        "2, column 15"
+    ]
+    assert typo.code == 1 and typo.error_lines[0] == (
+        "error: typo.yaml: workload/x: Request body is invalid: 1 field is invalid "
+        "(replica: unknown field)"
+    )
+    assert down.code == 1 and len(down.error_lines) == 1
+    assert down.error_lines[0].startswith("error: cannot reach aicp at http://127.0.0.1:9: ")
+    for result in (bad, typo, down):
+        assert "Traceback" not in result.err
+
+
+async def test_apply_creates_then_leaves_alone_then_replaces_and_dry_run_changes_nothing(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    spec = "name: w\ncompute_pool: h100-pool\nimage: busybox\nenv: {KUBESIM_RUN_SECONDS: '60'}\n"
+    (tmp_path / "w.yaml").write_text(spec)
+    assert (await cli.run("apply", "-f", "w.yaml")).out == "workload/w created\n"
+    assert (await cli.run("apply", "-f", "w.yaml")).out == "workload/w unchanged\n"
+    (tmp_path / "w.yaml").write_text(spec.replace("busybox", "busybox:2"))
+    dry = await cli.run("apply", "-f", "w.yaml", "--dry-run")
+    assert dry.out.splitlines()[0] == "workload/w replaced (dry run)"
+    assert "-image: busybox\n+image: busybox:2" in dry.out
+    assert (await running_service.workload(PROJECT, "w") or {})["generation"] == 1
+    assert (await cli.run("apply", "-f", "-", stdin=spec.replace("busybox", "busybox:2"))).out == (
+        "workload/w replaced\n"
+    )
+    assert (await running_service.workload(PROJECT, "w") or {})["generation"] == 2
+
+
+async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_timeout(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    run = await cli.run(
+        "run", "--pool", "h100-pool", "--gpus", "1", "--image", "i", "--name", "broken",
+        "--env", "KUBESIM_EXIT_CODE=3", "--", "python", "train.py",
+    )  # fmt: skip
+    assert run.out == "workload/broken created\n"
+    failed = await cli.run("wait", "broken", "--timeout", "30s")
+    assert failed.code == 1
+    assert failed.error_lines[-1].startswith("error: workload broken ended FAILED: ")
+    assert "exited with code 3" in failed.error_lines[-1]
+    await submit(running_service, "long", env={"KUBESIM_RUN_SECONDS": "600"})
+    late = await cli.run("wait", "long", "--timeout", "1s")
+    assert late.code == 124
+    assert late.error_lines[-1].startswith("error: timed out after 1s waiting for workload long")
