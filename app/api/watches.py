@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from litestar import Response
 from litestar.response import Stream
 
 from app.api.methods import HEAD_SCOPE_KEY
@@ -73,7 +74,7 @@ async def open_stream(
     db: Database,
     filters: Filters,
     last_event_id: str | None,
-) -> Stream:
+) -> Response[Any]:
     """Subscribe, read what comes first (404 for a missing single workload, 410 for a resume
     point too old) and answer the stream (see the module docstring)."""
     feed = feed_of(request)
@@ -83,7 +84,7 @@ async def open_stream(
         # HEAD: the headers a GET would answer, and no stream to keep open.
         if filters.name is not None and resume is None:
             await _exists(db, project.id, filters.name)
-        return Stream(iter(()), media_type=MEDIA_TYPE, headers=HEADERS, status_code=200)
+        return Response(b"", media_type=MEDIA_TYPE, headers=HEADERS, status_code=200)
     if resume is not None:
         await _check_resumable(db, resume)
     sub = await feed.subscribe(

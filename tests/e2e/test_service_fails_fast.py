@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import sys
+import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN
+from tests.support.pg_fixtures import with_database
 from tests.support.service import RunningService
 from tests.support.waiting import wait_until
 
@@ -102,8 +104,9 @@ async def serve(database_url: str, cluster: Cluster, directory: Path) -> AsyncIt
 @contextlib.asynccontextmanager
 async def database_refusing_connections(database_url: str) -> AsyncIterator[None]:
     """The service's database accepts no connection and has lost every one it had."""
-    name = database_url.rsplit("/", 1)[1]
-    admin = await asyncpg.connect(database_url.rsplit("/", 1)[0] + "/postgres")
+    # By the URL's path, not its last "/": an embedded server's URL ends in `?host=/tmp/...`.
+    name = urllib.parse.urlsplit(database_url).path.lstrip("/")
+    admin = await asyncpg.connect(with_database(database_url, "postgres"))
     try:
         await admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
         await admin.execute(
