@@ -458,7 +458,7 @@ ORDER BY id DESC
 LIMIT $4;
 
 -- ===== section: streams =====
--- app/store/changes.py: the workload change log (migration 0003) that the live streams read,
+-- app/store/changes.py: the workload change log (migration 0005) that the live streams read,
 -- and the bookkeeping of who watches.
 
 -- name: changes_after
