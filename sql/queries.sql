@@ -158,6 +158,11 @@ RETURNING id, name;
 -- name: token_exists
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
 
+-- name: notify_token_revoked
+-- Every replica closes the revoked token's open streams at once (app/api/changefeed.py); the
+-- payload is the token id. Revocations are rare: the NOTIFY commit lock costs nothing here.
+SELECT pg_notify('aicp_tokens', $1);
+
 -- ===== section: accelerator bindings =====
 
 -- name: upsert_binding

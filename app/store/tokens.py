@@ -175,7 +175,9 @@ async def revoke_token(
     """Revoke a token of this project (idempotent); 404 when the project has no such token.
 
     The update notifies ``aicp_tokens`` (trigger of migration 0008): every replica's token
-    cache drops itself when it hears that; the caller drops its own after the commit.
+    cache drops itself when it hears that; the caller drops its own after the commit. A second
+    notification on the same channel carries the token id, so that every replica closes the
+    token's open streams at once.
     """
     row = await conn.fetchrow(QUERIES["revoke_token"], token_id, project_id)
     if row is None:
@@ -192,3 +194,4 @@ async def revoke_token(
         message=f"Token {row['name']} revoked.",
         actor=actor,
     )
+    await conn.execute(QUERIES["notify_token_revoked"], str(token_id))
