@@ -43,7 +43,7 @@ class Stream:
             async for sse in EventSource(self.response).aiter_sse():
                 await self._items.put(sse)
         except httpx.HTTPError:
-            pass
+            return  # the connection broke: the stream has ended (the finally says so)
         finally:
             await self._items.put(None)
 
