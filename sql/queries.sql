@@ -44,7 +44,7 @@ SELECT 1;
 
 -- name: insert_event
 -- $10 once_key: NULL for an ordinary event; otherwise the fact the event records, which is
--- recorded at most once per resource (a repeat is skipped, see migration 0005).
+-- recorded at most once per resource (a repeat is skipped, see migration 0006).
 INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
                     generation, actor, once_key)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -463,7 +463,7 @@ ORDER BY id DESC
 LIMIT $4;
 
 -- ===== section: streams =====
--- app/store/changes.py: the workload change log (migration 0005) that the live streams read,
+-- app/store/changes.py: the workload change log (migration 0006) that the live streams read,
 -- and the bookkeeping of who watches.
 
 -- name: changes_after

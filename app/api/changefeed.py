@@ -3,7 +3,7 @@ every open stream (`app.api.watches`).
 
 How a change reaches a stream
 -----------------------------
-A workload write commits its change row (migration 0005: numbered while the row is locked) and,
+A workload write commits its change row (migration 0006: numbered while the row is locked) and,
 if some replica has streams on that project (`stream_interest`), a NOTIFY on `aicp_watch`. The
 process's one LISTEN connection (the reconciler's doorbell connection, `Doorbell.also_listen`)
 calls `wake()`; the feed reads the rows after its position in one query and offers each change

@@ -1,4 +1,4 @@
-"""The workload change log (migration 0005) and who watches it (queries: section "streams").
+"""The workload change log (migration 0006) and who watches it (queries: section "streams").
 
 A trigger appends a row to `workload_changes` for every committed change of what a watcher
 sees of a workload, numbered while the row is locked; the row holds the workload's columns as

@@ -1,4 +1,4 @@
--- 0005: the change log behind the live streams (`.../workloads/{name}/watch`,
+-- 0006: the change log behind the live streams (`.../workloads/{name}/watch`,
 -- `.../workloads?watch=true`; app/api/changefeed.py).
 --
 -- Every committed change of what a watcher sees of a workload (spec and generation, state,
