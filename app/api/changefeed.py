@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.api.subscriptions import Change, Filters, Subscription
-from app.domain.errors import TooManyStreams
+from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
 from app.store.db import UNAVAILABLE_ERRORS
@@ -59,6 +59,10 @@ if TYPE_CHECKING:
     from app.store.db import Database
 
 log = logging.getLogger("aicp.streams")
+
+#: A database outage, as the store reports it (`StoreUnavailable`) or as a connection fails under
+#: a query: the feed waits it out and reads again; it never ends the process for it.
+_OUTAGE: tuple[type[BaseException], ...] = (StoreUnavailable, *UNAVAILABLE_ERRORS)
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ class ChangeFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
-        with contextlib.suppress(*UNAVAILABLE_ERRORS):
+        with contextlib.suppress(*_OUTAGE):
             async with self.db.connection() as conn:
                 await changes.unmark_all(conn, self.config.replica)
 
@@ -255,9 +259,11 @@ class ChangeFeed:
             try:
                 await self._read()
                 failures = 0
-            except UNAVAILABLE_ERRORS as exc:
+            except _OUTAGE as exc:
                 failures += 1
-                log.warning("change feed cannot read the database: %s", exc)
+                log.warning(
+                    "change feed cannot read the database (%s; %d in a row); retrying", exc, failures
+                )
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
 
     def _next_read_in(self) -> float | None:
@@ -324,7 +330,7 @@ class ChangeFeed:
                     last_purge = time.monotonic()
                     async with self.db.connection() as conn:
                         await changes.purge(conn, self.config.history_seconds)
-            except UNAVAILABLE_ERRORS as exc:
+            except _OUTAGE as exc:
                 log.warning("change feed upkeep failed: %s", exc)
 
     async def _heartbeat_loop(self) -> None:
