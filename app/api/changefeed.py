@@ -262,7 +262,9 @@ class ChangeFeed:
             except _OUTAGE as exc:
                 failures += 1
                 log.warning(
-                    "change feed cannot read the database (%s; %d in a row); retrying", exc, failures
+                    "change feed cannot read the database (%s; %d in a row); retrying",
+                    exc,
+                    failures,
                 )
                 await asyncio.sleep(min(5.0, 0.1 * 2**failures))
 

@@ -51,14 +51,7 @@ async def test_a_replaced_spec_gets_a_new_job_for_its_new_generation(scenario: S
     assert "SpecUpdated" in await scenario.event_types("tune")
 
 
-async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(
-    scenario: Scenario, request: pytest.FixtureRequest
-) -> None:
-    if scenario.backend == "real":
-        # Failed once in about ten real-cluster runs (the recreated Job not seen RUNNING as
-        # attempt 2 in time); it runs every time, and an intermittent failure is reported, not
-        # fatal, until the cause is found.
-        request.applymarker(pytest.mark.xfail(strict=False, reason="intermittent on real"))
+async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(scenario: Scenario) -> None:
     await scenario.setup_pool()
     await scenario.submit("victim", env={"KUBESIM_RUN_SECONDS": "600"})
     running = await scenario.wait_state("victim", "RUNNING")

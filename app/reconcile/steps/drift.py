@@ -26,6 +26,7 @@ from app.reconcile.fencing import fenced_transaction, kube_fenced
 from app.reconcile.steps.context import Event, Subject, evidence_recorded
 from app.reconcile.steps.evidence import (
     PREVIOUS_ATTEMPTS,
+    RETIRED_JOB_UID,
     current_facts,
     milestones,
     observe,
@@ -93,7 +94,12 @@ async def job_deleted(
         return Result.done()  # nothing holds it any more; its DELETED event comes next
     name = name_of(job)
     settled = row.observed_generation == row.generation and row.state.is_terminal
-    if not settled:
+    # The caches may still show the Job with our finalizer after we removed it (its update is
+    # on its way), and another event runs the step again: its deletion is recorded once, and
+    # its attempts counted once.
+    uid = field(job, "metadata", "uid")
+    recorded_already = uid is not None and row.observed.get(RETIRED_JOB_UID) == uid
+    if not settled and not recorded_already:
         classification = observe(ctx, row, spec, job)
         facts = current_facts(row, classification.evidence)
         state, reason = classification.state, classification.reason
@@ -101,6 +107,7 @@ async def job_deleted(
         if not classification.state.is_terminal:
             # The next Job is a new attempt; attempts so far carry over to it.
             facts[PREVIOUS_ATTEMPTS] = facts.get("attempts", 0)
+            facts[RETIRED_JOB_UID] = uid
             reason = (
                 f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
                 "Job will replace it."

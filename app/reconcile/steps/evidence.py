@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from app.store.reconciling import WorkloadRow
 
 PREVIOUS_ATTEMPTS = "previous_attempts"
+#: The uid of a Job deleted by hand whose facts and attempts are already recorded (and counted in
+#: `PREVIOUS_ATTEMPTS`): a second look at the same terminating Job must not count it again.
+RETIRED_JOB_UID = "retired_job_uid"
 
 #: Milestones in the order a workload passes them; a state change emits one event for each
 #: milestone it crosses (a Job that starts between two observations still gets `Admitted`).
