@@ -44,7 +44,7 @@ SELECT 1;
 
 -- name: insert_event
 -- $10 once_key: NULL for an ordinary event; otherwise the fact the event records, which is
--- recorded at most once per resource (a repeat is skipped, see migration 0006).
+-- recorded at most once per resource (a repeat is skipped, see migration 0005).
 INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
                     generation, actor, once_key)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
