@@ -90,7 +90,12 @@ async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario
         return bool(jobs) and "aicp.dev/workload" in jobs[0]["metadata"]["labels"]
 
     await wait_until(restored, timeout=45, message="the label put back")
-    assert "DriftCorrected" in await scenario.event_types("labelled")
+
+    async def recorded() -> bool:
+        # The event is recorded once the repair landed: just after the label is back.
+        return "DriftCorrected" in await scenario.event_types("labelled")
+
+    await wait_until(recorded, timeout=10, message="DriftCorrected recorded")
 
 
 @pytest.mark.parametrize(
