@@ -5,7 +5,7 @@ How a change reaches a stream
 -----------------------------
 A workload write commits its change row (migration 0006: numbered while the row is locked) and,
 if some replica has streams on that project (`stream_interest`), a NOTIFY on `aicp_watch`. The
-process's one LISTEN connection (the reconciler's doorbell connection, `Doorbell.also_listen`)
+reconciler's LISTEN connection (the doorbell's, `Doorbell.also_listen`)
 calls `wake()`; the feed reads the rows after its position in one query and offers each change
 to the subscriptions of its project. Nothing is read per stream: 1,000 streams cost one query.
 

@@ -11,8 +11,8 @@ with jittered exponential backoff, whatever the error was. Notifications sent wh
 connection was listening are gone for good, so every (re)connect calls `on_connected`: the
 engine sweeps for unleased work and replays the resources it holds that changed meanwhile.
 
-It is the process's one LISTEN connection: other components hear their own channels on it
-(`also_listen`, before `run`), e.g. the change feed of the live streams on `aicp_watch`.
+Other components hear their own channels on this connection (`also_listen`, before `run`), e.g.
+the change feed of the live streams on `aicp_watch`; only the token cache keeps its own.
 """
 
 from __future__ import annotations
