@@ -57,7 +57,12 @@ async def submit(client: httpx.AsyncClient, count: int, concurrency: int) -> Non
 
     async def caller() -> None:
         for i in names:
-            response = await client.post(WORKLOADS, json=workload(f"live-{i}", env=body_env))
+            for attempt in range(20):
+                response = await client.post(WORKLOADS, json=workload(f"live-{i}", env=body_env))
+                # 503 says "retry shortly" (no database connection free in time): a client does.
+                if response.status_code != 503:
+                    break
+                await asyncio.sleep(0.05 * (attempt + 1))
             if response.status_code != 202:
                 raise SystemExit(f"POST live-{i}: {response.status_code} {response.text}")
 
