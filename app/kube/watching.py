@@ -346,6 +346,9 @@ class Informer:
     def _progress(self) -> None:
         """A list completed or the stream carried an event: the server works (again)."""
         self._progressed = True
+        # Up again from now on, not only once this watch ends: a healthy watch can stay open
+        # for minutes, and the process supervisor reads `failing` meanwhile.
+        self.failing = None
         if self._failed_attempts:
             self._failed_attempts = 0
             self._tell_recovered()

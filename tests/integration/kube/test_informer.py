@@ -188,6 +188,33 @@ async def test_the_informer_backs_off_and_recovers_across_an_apiserver_restart(
         await informer.stop()
 
 
+async def test_a_recovered_informer_reports_itself_up_while_its_new_watch_stays_open(
+    kube: KubeClient, namespace: str, sim: SimControl
+) -> None:
+    """The process supervisor exits a replica whose informer stays down for its recovery
+    bound; it reads `failing`, which must clear when the server answers again, not only when
+    the (minutes-long) watch that follows the outage ends."""
+    informer = managed_jobs(kube, watch_timeout=300.0)
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), 5)
+        failures_before = restarts("Job", "unavailable")
+        await sim.restart_apiserver(seconds=1.0)
+        await wait_until(
+            lambda: (
+                informer.failing is not None and restarts("Job", "unavailable") > failures_before
+            ),
+            timeout=5,
+            message="the informer down",
+        )
+        await wait_until(sim.is_up, timeout=5, message="the apiserver back")
+        await apply(kube, job_manifest("seen-after-outage", namespace))
+        await wait_until(lambda: informer.get(namespace, "seen-after-outage"), timeout=5)
+        await wait_until(lambda: informer.failing is None, timeout=2, message="the informer up")
+    finally:
+        await informer.stop()
+
+
 async def test_the_informer_converges_while_half_of_its_requests_fail(
     kube: KubeClient, namespace: str, sim: SimControl
 ) -> None:
