@@ -32,13 +32,17 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
 import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loadtest.api_bench import kubesim
+from loadtest.databases import with_database
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "bench"
@@ -49,11 +53,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def _with_database(url: str, database: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(path="/" + database))
 
 
 async def _answers(url: str) -> bool:
@@ -95,26 +94,13 @@ async def served(pg: str, token: str, watchers: int) -> AsyncIterator[tuple[int,
     database = f"aicp_streams_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(pg)
     await admin.execute(f'CREATE DATABASE "{database}"')
-    url = _with_database(pg, database)
+    url = with_database(pg, database)
     port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="aicp-stream-bench-") as raw:
+    with (
+        tempfile.TemporaryDirectory(prefix="aicp-stream-bench-") as raw,
+        kubesim(Path(raw)) as kubeconfig,
+    ):
         directory = Path(raw)
-        kubeconfig = directory / "kubeconfig"
-        sim = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kubesim",
-                "--port",
-                "0",
-                "--no-controllers",
-                "--kubeconfig-out",
-                str(kubeconfig),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
         env = {
             **os.environ,
             "KUBECONFIG": str(kubeconfig),
@@ -128,10 +114,6 @@ async def served(pg: str, token: str, watchers: int) -> AsyncIterator[tuple[int,
         }
         app = None
         try:
-            while not kubeconfig.exists():
-                if sim.poll() is not None:
-                    raise SystemExit("kubesim did not start")
-                await asyncio.sleep(0.1)
             log = (directory / "app.log").open("wb")
             app = subprocess.Popen(
                 [sys.executable, "-m", "app", "serve"],
@@ -143,11 +125,10 @@ async def served(pg: str, token: str, watchers: int) -> AsyncIterator[tuple[int,
             await _wait_ready(port, app, directory / "app.log")
             yield port, app.pid, url
         finally:
-            for proc in (app, sim):
-                if proc is not None:
-                    proc.terminate()
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(timeout=15)
+            if app is not None:
+                app.terminate()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    app.wait(timeout=15)
             await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
             await admin.close()
 

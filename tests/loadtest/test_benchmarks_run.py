@@ -153,3 +153,13 @@ def test_live_workloads_rss_brings_every_workload_live_and_prints_memory(
     memory = [line for line in out.splitlines() if "aicp RSS" in line]
     assert len(memory) == 4
     assert all(" MB (peak " in line for line in memory)
+
+
+def test_stream_benchmark_delivers_every_change_to_every_watcher(pg_server_url: str) -> None:
+    out = _run(
+        "loadtest/stream_bench.py", "--pg", pg_server_url, "--watchers", "5", "--changes", "3"
+    )
+    line = next((line for line in out.splitlines() if "commit -> event" in line), None)
+    assert line is not None, out
+    assert "p99" in line and "(15 deliveries, 0 missing)" in line
+    assert "per idle stream" in out
