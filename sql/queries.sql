@@ -893,9 +893,32 @@ SELECT extract(epoch FROM min(soonest) - now())::float8 AS seconds FROM (
 -- expired or moved to a peer, and is dropped locally. Expired leases are not revived: this owner
 -- may have stopped acting on them already. Only this incarnation's: a lease of a dead
 -- predecessor under the same owner is not renewed. $1 owner, $2 ttl seconds, $3 incarnation.
-UPDATE leases SET expires_at = now() + make_interval(secs => $2::float8)
-WHERE owner = $1 AND incarnation = $3 AND expires_at > now()
-RETURNING kind, resource_id, epoch;
+-- A lease row locked by a transaction in flight (this replica's own step holds it FOR SHARE
+-- until its commit: steps_*_set_status, fenced_transaction) is skipped, not waited for, and
+-- comes back with renewed = false: waiting would queue the renewal of every lease behind each
+-- step in turn, and under load that made renewals arrive after the leases' local deadlines.
+-- The keeper keeps such a lease at its current deadline and renews it at the next tick.
+WITH mine AS (
+    SELECT l.kind, l.resource_id, l.epoch FROM leases l
+    WHERE l.owner = $1 AND l.incarnation = $3 AND l.expires_at > now()
+),
+free AS (
+    SELECT l.kind, l.resource_id FROM leases l
+    WHERE l.owner = $1 AND l.incarnation = $3 AND l.expires_at > now()
+    FOR NO KEY UPDATE SKIP LOCKED
+),
+renewed AS (
+    UPDATE leases l SET expires_at = now() + make_interval(secs => $2::float8)
+    FROM free f
+    WHERE l.kind = f.kind AND l.resource_id = f.resource_id
+    RETURNING l.kind, l.resource_id, l.epoch
+)
+SELECT r.kind, r.resource_id, r.epoch, true AS renewed FROM renewed r
+UNION ALL
+SELECT m.kind, m.resource_id, m.epoch, false AS renewed FROM mine m
+WHERE NOT EXISTS (
+    SELECT 1 FROM renewed r WHERE r.kind = m.kind AND r.resource_id = m.resource_id
+);
 
 -- name: lease_release
 -- Let one lease go now (the resource needs no more attention from this replica); keeps the row

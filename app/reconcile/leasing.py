@@ -19,15 +19,16 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.domain.errors import StoreUnavailable
 from app.domain.kinds import KINDS
 from app.reconcile.fencing import Fence
 from app.store import leases
+from app.store.db import Database
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from app.domain.kinds import Kind
-    from app.store.db import Database
     from app.store.leases import Grant, ResourceKey
 
 log = logging.getLogger(__name__)
@@ -75,11 +76,15 @@ class LeaseBook:
             keys.append(grant.key)
         return keys
 
-    def renewed(self, grants: Iterable[Grant], sent: float, seq: int) -> list[Grant]:
+    def renewed(
+        self, grants: Iterable[Grant], sent: float, seq: int, busy: Iterable[Grant] = ()
+    ) -> list[Grant]:
         """Apply a renewal sent at `sent` with marker `seq`: extend what the book holds, drop
-        what the statement did not return. Returns the leases the database holds for this
-        owner but the book does not (see `LeaseKeeper.renew_once`); they are not booked."""
-        returned: set[ResourceKey] = set()
+        what the statement did not return. `busy` leases were returned but not extended (their
+        row was locked by a transaction in flight): kept at their current deadline. Returns the
+        leases the database holds for this owner but the book does not (see
+        `LeaseKeeper.renew_once`); they are not booked."""
+        returned: set[ResourceKey] = {grant.key for grant in busy}
         unknown: list[Grant] = []
         for grant in grants:
             returned.add(grant.key)
@@ -150,6 +155,12 @@ class LeaseBook:
 class LeaseKeeper:
     """Renews every lease in the book each `ttl / 3`, and releases them on request.
 
+    Renewals run on a connection of their own (a pool of one, opened by `run`), never on the
+    shared pool: when workers and API requests keep every pooled connection busy, a renewal
+    queued behind them could arrive after the leases' local deadlines, and the replica would
+    stop working on everything it holds. The renewal statement does not wait for row locks
+    either (see `leases.renew_all`).
+
     A lease the database holds for this owner but the book does not is usually a statement in
     flight: a claim whose result is not booked yet, or a release not yet executed. Both settle
     within one interval. A lease still unknown at the next renewal has no such excuse (the
@@ -161,47 +172,84 @@ class LeaseKeeper:
 
     def __init__(self, db: Database, book: LeaseBook) -> None:
         self._db = db
+        self._upkeep: Database | None = None  # the renewals' own connection, while `run` runs
         self._book = book
         self.interval = book.ttl / 3
         self._unknown: set[ResourceKey] = set()
         self.strays_released = 0
         self.failures = 0  # consecutive failed renewals
+        self.busy_skipped = 0  # leases whose row was locked at a renewal, over the process
 
     async def run(self) -> None:
-        """Renew forever; a failed renewal is a warning (with the count of consecutive ones)
-        and is retried at the next tick. Holds lapse at their local deadline meanwhile; when
-        that happens it is an error: this replica has stopped working on them."""
-        while True:
-            await asyncio.sleep(self.interval)
+        """Renew forever, one renewal sent every `interval` (not `interval` after the last one
+        ended); a failed renewal is a warning (with the count of consecutive ones) and is
+        retried at the next tick. Holds lapse at their local deadline meanwhile; when that
+        happens it is an error: this replica has stopped working on them."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.interval
+        try:
+            while True:
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                due = loop.time() + self.interval
+                try:
+                    await self.renew_once()
+                    self.failures = 0
+                except Exception as exc:
+                    self.failures += 1
+                    log.warning(
+                        "lease renewal failed (%s: %s; %d in a row); retrying in %.1fs",
+                        type(exc).__name__,
+                        exc,
+                        self.failures,
+                        max(0.0, due - loop.time()),
+                    )
+                lapsed = self._book.expire_stale()
+                if lapsed:
+                    log.error(
+                        "%d leases lapsed after %d failed renewals; peers take them over",
+                        len(lapsed),
+                        self.failures,
+                    )
+        finally:
+            if self._upkeep is not None:
+                upkeep, self._upkeep = self._upkeep, None
+                await upkeep.close()
+
+    async def _connection(self) -> Database:
+        """The renewals' own pool of one, opened on first use; the shared pool while it cannot
+        be opened (this renewal still goes out, and the next one tries again)."""
+        if self._upkeep is None:
             try:
-                await self.renew_once()
-                self.failures = 0
-            except Exception as exc:
-                self.failures += 1
-                log.warning(
-                    "lease renewal failed (%s: %s; %d in a row); retrying in %.1fs",
-                    type(exc).__name__,
-                    exc,
-                    self.failures,
-                    self.interval,
-                )
-            lapsed = self._book.expire_stale()
-            if lapsed:
-                log.error(
-                    "%d leases lapsed after %d failed renewals; peers take them over",
-                    len(lapsed),
-                    self.failures,
-                )
+                upkeep = await Database.connect(self._db.url, size=1)
+            except StoreUnavailable as exc:
+                log.warning("lease renewals use the shared pool for now: %s", exc)
+                return self._db
+            if self._upkeep is None:
+                self._upkeep = upkeep
+            else:  # another renewal opened it meanwhile
+                await upkeep.close()
+        return self._upkeep
 
     async def renew_once(self) -> None:
         """One renewal statement; drop what is missing, release what stays unknown."""
-        seq = self._book.next_seq()
-        sent = self._book.now()
         book = self._book
-        grants = await leases.renew_all(
-            self._db.pool, owner=book.owner, ttl=book.ttl, incarnation=book.incarnation
-        )
-        unknown = self._book.renewed(grants, sent, seq)
+        db = await self._connection()
+        async with db.connection() as conn:
+            seq = book.next_seq()
+            sent = book.now()  # taken with the connection in hand, just before the statement
+            renewal = await leases.renew_all(
+                conn, owner=book.owner, ttl=book.ttl, incarnation=book.incarnation
+            )
+        elapsed = book.now() - sent
+        if elapsed > self.interval:
+            log.warning(
+                "lease renewal took %.2fs (more than its %.2fs interval) for %d leases",
+                elapsed,
+                self.interval,
+                len(renewal.renewed) + len(renewal.busy),
+            )
+        self.busy_skipped += len(renewal.busy)
+        unknown = book.renewed(renewal.renewed, sent, seq, busy=renewal.busy)
         strays = [g for g in unknown if g.key in self._unknown]
         self._unknown = {g.key for g in unknown} - {g.key for g in strays}
         for grant in strays:

@@ -100,16 +100,28 @@ async def next_expiry(db: Db, *, owner: str, incarnation: str = "") -> float | N
     return None if seconds is None else float(seconds)
 
 
+class Renewal(NamedTuple):
+    """What one renewal statement found: the leases it extended, and those it skipped because a
+    transaction in flight held their row (still this owner's then, not extended)."""
+
+    renewed: list[Grant]
+    busy: list[Grant]
+
+
 async def renew_all(
     db: Db,
     *,
     owner: str,
     ttl: float,
     incarnation: str = "",
-) -> list[Grant]:
-    """Extend every live lease of `owner`'s `incarnation`; the result is exactly the set still
-    held."""
-    return _grants(await db.fetch(QUERIES["lease_renew_all"], owner, ttl, incarnation))
+) -> Renewal:
+    """Extend every live lease of `owner`'s `incarnation` whose row is not locked at the moment;
+    together, `renewed` and `busy` are exactly the set still held."""
+    rows = await db.fetch(QUERIES["lease_renew_all"], owner, ttl, incarnation)
+    return Renewal(
+        renewed=_grants(r for r in rows if r["renewed"]),
+        busy=_grants(r for r in rows if not r["renewed"]),
+    )
 
 
 async def release(

@@ -389,3 +389,56 @@ async def test_a_dead_peers_many_leases_are_claimed_in_a_few_large_batches(
     )
     # 160 (the alarm's batch), then the remaining 90 in a batch of up to 320
     assert engine.sweeper.sweeps - before == 2
+
+
+async def test_a_renewal_does_not_wait_for_a_lease_row_a_step_has_locked(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    """A step's fenced write holds its lease row FOR SHARE until it commits. The renewal skips
+    that row instead of queueing behind it (and behind every other step in turn): the other
+    leases are extended at once, the locked one stays held at its current deadline."""
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(lease_ttl=6.0))
+    locked, free = await add_workloads(db, 2)
+    await wait_until(lambda: recorder.ran(locked) and recorder.ran(free), timeout=5)
+    before = {key: await _expiry(db, key) for key in (locked, free)}
+
+    async with db.transaction() as step:  # a step's write in flight on `locked`
+        await step.execute(
+            "SELECT 1 FROM leases WHERE kind = $1 AND resource_id = $2 FOR SHARE",
+            locked.kind,
+            locked.id,
+        )
+        skipped = engine.keeper.busy_skipped
+        await asyncio.wait_for(engine.keeper.renew_once(), timeout=1.0)
+
+        assert engine.keeper.busy_skipped == skipped + 1
+        assert await _expiry(db, free) > before[free]
+        assert await _expiry(db, locked) == before[locked]
+        assert engine.holds("workload", locked.id) and engine.holds("workload", free.id)
+
+    await asyncio.wait_for(engine.keeper.renew_once(), timeout=1.0)
+    assert await _expiry(db, locked) > before[locked]  # renewed once the step committed
+
+
+async def test_leases_are_renewed_while_every_pooled_connection_is_busy(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    """Renewals have a connection of their own: a replica whose workers and API requests hold
+    the whole pool (a burst after an outage) still renews before its leases lapse."""
+    recorder = Recorder()
+    engine = recorder.attach(await start_engine(lease_ttl=6.0))
+    [key] = await add_workloads(db)
+    await wait_until(lambda: recorder.ran(key), timeout=5)
+    await asyncio.wait_for(engine.keeper.renew_once(), timeout=5.0)  # its connection is open
+    before = await _expiry(db, key)
+
+    held = [await db.pool.acquire() for _ in range(db.size)]
+    try:
+        await asyncio.wait_for(engine.keeper.renew_once(), timeout=1.0)
+    finally:
+        for conn in held:
+            await db.pool.release(conn)
+
+    assert await _expiry(db, key) > before
+    assert engine.holds("workload", key.id)
