@@ -199,6 +199,14 @@ class Database:
         (refused, gone, wrong database, out of connections, acquire timeout)."""
         try:
             return await self.pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS)
+        except TimeoutError as exc:
+            if self.pool.get_size() >= self.pool.get_max_size():
+                # every connection was open and stayed in use: overload, not an outage
+                raise StoreUnavailable(
+                    f"Every database connection of this replica stayed busy for "
+                    f"{ACQUIRE_TIMEOUT_SECONDS:g}s (it is overloaded); retry shortly."
+                ) from exc
+            raise StoreUnavailable() from exc
         except _CONNECT_ERRORS as exc:
             raise StoreUnavailable() from exc
 
