@@ -18,7 +18,8 @@ the user (HTTP to aicp) and an observer (watches on kubesim). Two measurements:
 With `--rate R` the submissions of (1) are open loop instead: one every 1/R s for `--seconds`
 whatever the answers do (the load a fleet of users puts on the service), and (2) runs at the
 same time, so both hand-offs are measured under that load. A submission whose Job does not
-appear within 60 s fails the run.
+appear within 60 s fails the run; a 503 (aicp overloaded: every database connection busy) is
+counted and reported, not retried.
 
 Watch events are timestamped when they arrive here: kubesim is local, so this is the event's
 time plus well under a millisecond. Prints percentiles in ms, then kubesim's request counters.
@@ -138,6 +139,7 @@ async def job_creation_at_rate(
 
     missing: list[str] = []
     post_ms: list[float] = []
+    refused: dict[int, int] = defaultdict(int)
 
     # aiohttp, not the httpx client: thousands of requests queued for a connection (aicp
     # falling behind an open loop) cost httpx's pool time per queued request on every release,
@@ -154,9 +156,14 @@ async def job_creation_at_rate(
         sent_at = time.perf_counter()
         async with session.post(WORKLOADS, json=body) as response:
             returned = time.perf_counter()
-            post_ms.append((returned - sent_at) * 1000)
             if response.status != 202:
-                raise SystemExit(f"rate-{i}: {response.status} {await response.text()}")
+                # an overloaded aicp answers 503 with Retry-After: counted, never retried (a
+                # user would retry; the open loop goes on at its rate either way)
+                refused[response.status] += 1
+                if response.status != 503:
+                    raise SystemExit(f"rate-{i}: {response.status} {await response.text()}")
+                return
+            post_ms.append((returned - sent_at) * 1000)
             uid = (await response.json())["uid"]
         try:
             created = await seen.wait(uid, "job")
@@ -188,6 +195,8 @@ async def job_creation_at_rate(
     report(f"POST sent -> 202 ({rate:g}/s)", post_ms)
     if samples:
         report(f"POST 202 -> Job ADDED ({rate:g}/s)", samples)
+    for status, count in sorted(refused.items()):
+        print(f"{count} of {total} submissions answered {status} (not accepted, not retried)")
     if missing:
         print(f"{len(missing)} of {total} Jobs did not exist 60 s after their POST returned")
     return len(missing)
