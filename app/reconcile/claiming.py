@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from app.domain.kinds import Kind
     from app.reconcile.leasing import LeaseBook
-    from app.store.db import Database
+    from app.store.db import ReservedPool
     from app.store.leases import Grant, ResourceKey
 
     OnGranted = Callable[[list[Grant], float], None]
@@ -51,7 +51,7 @@ MAX_BATCH_GROWTH = 16
 class Claimer:
     """Claims rung keys in batches: one statement in flight at a time, carrying all waiting keys."""
 
-    def __init__(self, db: Database, book: LeaseBook, on_granted: OnGranted) -> None:
+    def __init__(self, db: ReservedPool, book: LeaseBook, on_granted: OnGranted) -> None:
         self._db = db
         self._book = book
         self._on_granted = on_granted
@@ -77,7 +77,7 @@ class Claimer:
             sent = self._book.now()
             try:
                 grants = await leases.claim(
-                    self._db.pool,
+                    (await self._db.get()).pool,
                     keys,
                     owner=self._book.owner,
                     ttl=self._book.ttl,
@@ -102,7 +102,7 @@ class Sweeper:
 
     def __init__(
         self,
-        db: Database,
+        db: ReservedPool,
         book: LeaseBook,
         on_granted: OnGranted,
         *,
@@ -193,7 +193,7 @@ class Sweeper:
         sent = self._book.now()
         book = self._book
         grants = await leases.claim_due(
-            self._db.pool,
+            (await self._db.get()).pool,
             owner=book.owner,
             ttl=book.ttl,
             batch=self.claiming,
@@ -213,9 +213,9 @@ class Sweeper:
         if len(grants) >= self.claiming:
             return grants  # more may be waiting: the next sweep comes at once
         if self._on_lag is not None:
-            self._on_lag(await leases.lag_seconds(self._db.pool))
+            self._on_lag(await leases.lag_seconds((await self._db.get()).pool))
         self.next_expiry = await leases.next_expiry(
-            self._db.pool, owner=book.owner, incarnation=book.incarnation
+            (await self._db.get()).pool, owner=book.owner, incarnation=book.incarnation
         )
         return grants
 
@@ -225,7 +225,7 @@ class Sweeper:
         book = self._book
         try:
             keys = await leases.held_changed(
-                self._db.pool, owner=book.owner, incarnation=book.incarnation
+                (await self._db.get()).pool, owner=book.owner, incarnation=book.incarnation
             )
         except BaseException:
             self._replay_due = True

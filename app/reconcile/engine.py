@@ -34,7 +34,7 @@ from app.reconcile.metrics import PrometheusObserver
 from app.reconcile.queue import Backoff, WorkQueue
 from app.reconcile.workers import Workers
 from app.store import leases
-from app.store.db import UNAVAILABLE_ERRORS
+from app.store.db import UNAVAILABLE_ERRORS, ReservedPool
 from app.store.leases import ResourceKey
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ class EngineObserver(Protocol):
     def leases_held(self, counts: Mapping[Kind, int]) -> None: ...
 
     def lag(self, seconds: Mapping[Kind, float]) -> None: ...
+
+
+#: The reserved connections: the lease keeper, the claimer and the sweeper, one each.
+RESERVED_CONNECTIONS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +107,13 @@ class Reconciler:
         self.book = LeaseBook(
             config.instance_id, config.lease_ttl, self._on_drop, incarnation=config.incarnation
         )
-        self.keeper = LeaseKeeper(db, self.book)
-        self.claimer = Claimer(db, self.book, self._on_granted)
+        # The keeper, the claimer and the sweeper: one statement in flight each, never queued
+        # behind the workers and requests on the shared pool.
+        self.reserved = ReservedPool(db, size=RESERVED_CONNECTIONS)
+        self.keeper = LeaseKeeper(self.reserved, self.book)
+        self.claimer = Claimer(self.reserved, self.book, self._on_granted)
         self.sweeper = Sweeper(
-            db,
+            self.reserved,
             self.book,
             self._on_granted,
             interval=config.sweep_interval,
@@ -210,6 +217,9 @@ class Reconciler:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.start_timeout
         await self._release_predecessors(deadline)  # if release_predecessors() was not called
+        # Open now, not on the first claim: a claim delayed by the connect could land after the
+        # resource's step released the lease, and take it again.
+        await self.reserved.get()
         self._intake = [
             self._spawn(self.doorbell.run(), "reconcile-doorbell"),
             self._spawn(self.claimer.run(), "reconcile-claimer"),
@@ -286,6 +296,7 @@ class Reconciler:
         tasks += [t for t in (self._keeper, self._supervisor) if t is not None]
         await self._cancel(tasks)
         self.queue.close()
+        await self.reserved.close()
         self._closed.set()
 
     def failure_reason(self) -> str | None:
@@ -325,6 +336,7 @@ class Reconciler:
             log.info("released %d leases", released)
         except Exception:
             log.exception("releasing leases failed; peers take over when they expire")
+        await self.reserved.close()
         if self._supervisor is not None and self._supervisor is not asyncio.current_task():
             await self._cancel([self._supervisor])
         self._closed.set()

@@ -19,16 +19,15 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain.errors import StoreUnavailable
 from app.domain.kinds import KINDS
 from app.reconcile.fencing import Fence
 from app.store import leases
-from app.store.db import Database
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from app.domain.kinds import Kind
+    from app.store.db import ReservedPool
     from app.store.leases import Grant, ResourceKey
 
 log = logging.getLogger(__name__)
@@ -155,11 +154,10 @@ class LeaseBook:
 class LeaseKeeper:
     """Renews every lease in the book each `ttl / 3`, and releases them on request.
 
-    Renewals run on a connection of their own (a pool of one, opened by `run`), never on the
-    shared pool: when workers and API requests keep every pooled connection busy, a renewal
-    queued behind them could arrive after the leases' local deadlines, and the replica would
-    stop working on everything it holds. The renewal statement does not wait for row locks
-    either (see `leases.renew_all`).
+    Its statements run on the engine's reserved connections (`ReservedPool`), never queued
+    behind the workers and API requests on the shared pool, and the renewal does not wait for
+    row locks either (see `leases.renew_all`): a renewal that arrives after the leases' local
+    deadlines stops this replica working on everything it holds.
 
     A lease the database holds for this owner but the book does not is usually a statement in
     flight: a claim whose result is not booked yet, or a release not yet executed. Both settle
@@ -170,9 +168,8 @@ class LeaseKeeper:
     release is in flight.
     """
 
-    def __init__(self, db: Database, book: LeaseBook) -> None:
+    def __init__(self, db: ReservedPool, book: LeaseBook) -> None:
         self._db = db
-        self._upkeep: Database | None = None  # the renewals' own connection, while `run` runs
         self._book = book
         self.interval = book.ttl / 3
         self._unknown: set[ResourceKey] = set()
@@ -187,53 +184,33 @@ class LeaseKeeper:
         happens it is an error: this replica has stopped working on them."""
         loop = asyncio.get_running_loop()
         due = loop.time() + self.interval
-        try:
-            while True:
-                await asyncio.sleep(max(0.0, due - loop.time()))
-                due = loop.time() + self.interval
-                try:
-                    await self.renew_once()
-                    self.failures = 0
-                except Exception as exc:
-                    self.failures += 1
-                    log.warning(
-                        "lease renewal failed (%s: %s; %d in a row); retrying in %.1fs",
-                        type(exc).__name__,
-                        exc,
-                        self.failures,
-                        max(0.0, due - loop.time()),
-                    )
-                lapsed = self._book.expire_stale()
-                if lapsed:
-                    log.error(
-                        "%d leases lapsed after %d failed renewals; peers take them over",
-                        len(lapsed),
-                        self.failures,
-                    )
-        finally:
-            if self._upkeep is not None:
-                upkeep, self._upkeep = self._upkeep, None
-                await upkeep.close()
-
-    async def _connection(self) -> Database:
-        """The renewals' own pool of one, opened on first use; the shared pool while it cannot
-        be opened (this renewal still goes out, and the next one tries again)."""
-        if self._upkeep is None:
+        while True:
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            due = loop.time() + self.interval
             try:
-                upkeep = await Database.connect(self._db.url, size=1)
-            except StoreUnavailable as exc:
-                log.warning("lease renewals use the shared pool for now: %s", exc)
-                return self._db
-            if self._upkeep is None:
-                self._upkeep = upkeep
-            else:  # another renewal opened it meanwhile
-                await upkeep.close()
-        return self._upkeep
+                await self.renew_once()
+                self.failures = 0
+            except Exception as exc:
+                self.failures += 1
+                log.warning(
+                    "lease renewal failed (%s: %s; %d in a row); retrying in %.1fs",
+                    type(exc).__name__,
+                    exc,
+                    self.failures,
+                    max(0.0, due - loop.time()),
+                )
+            lapsed = self._book.expire_stale()
+            if lapsed:
+                log.error(
+                    "%d leases lapsed after %d failed renewals; peers take them over",
+                    len(lapsed),
+                    self.failures,
+                )
 
     async def renew_once(self) -> None:
         """One renewal statement; drop what is missing, release what stays unknown."""
         book = self._book
-        db = await self._connection()
+        db = await self._db.get()
         async with db.connection() as conn:
             seq = book.next_seq()
             sent = book.now()  # taken with the connection in hand, just before the statement
@@ -254,7 +231,7 @@ class LeaseKeeper:
         self._unknown = {g.key for g in unknown} - {g.key for g in strays}
         for grant in strays:
             log.warning("releasing %s: held in the database but not by this replica", grant.key)
-            await leases.release(self._db.pool, grant, owner=self._book.owner)
+            await leases.release((await self._db.get()).pool, grant, owner=self._book.owner)
             self.strays_released += 1
 
     async def release(self, key: ResourceKey) -> None:
@@ -262,13 +239,13 @@ class LeaseKeeper:
         fence = self._book.fence(key)
         self._book.drop(key)
         if fence is not None:
-            await leases.release(self._db.pool, fence.grant, owner=self._book.owner)
+            await leases.release((await self._db.get()).pool, fence.grant, owner=self._book.owner)
 
     async def release_all(self) -> int:
         """Shutdown: expire every lease of this owner and ring for each; forget them locally."""
         book = self._book
         released = await leases.release_all(
-            self._db.pool, owner=book.owner, incarnation=book.incarnation
+            (await self._db.get()).pool, owner=book.owner, incarnation=book.incarnation
         )
         for key in self._book.held_keys():
             self._book.drop(key)

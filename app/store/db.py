@@ -260,3 +260,41 @@ class Database:
 
 def record_to_dict(record: asyncpg.Record) -> dict[str, Any]:
     return dict(record.items())
+
+
+class ReservedPool:
+    """A few connections of their own for the tasks whose lateness costs leases (renewal,
+    claims, the sweep), beside the shared pool that API requests and steps queue for.
+
+    Under load the shared pool is always busy: a renewal queued behind it can arrive after the
+    leases' local deadlines (the replica then stops working on all it holds), and a sweep
+    queued behind it takes a dead peer's leases over late. Size it to the number of tasks that
+    use it, each with one statement in flight at most, so none of them ever waits. Opened on
+    first use; while it cannot be opened, `get` hands out the shared pool (and tries again
+    next time).
+    """
+
+    def __init__(self, shared: Database, size: int) -> None:
+        self._shared = shared
+        self._size = size
+        self._own: Database | None = None
+        self._closed = False
+
+    async def get(self) -> Database:
+        if self._own is None and not self._closed:
+            try:
+                own = await Database.connect(self._shared.url, size=self._size)
+            except StoreUnavailable as exc:
+                log.warning("reserved connections not open, using the shared pool: %s", exc)
+                return self._shared
+            if self._own is None and not self._closed:
+                self._own = own
+            else:  # opened by another task meanwhile, or closed
+                await own.close()
+        return self._own or self._shared
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._own is not None:
+            own, self._own = self._own, None
+            await own.close()

@@ -442,3 +442,28 @@ async def test_leases_are_renewed_while_every_pooled_connection_is_busy(
 
     assert await _expiry(db, key) > before
     assert engine.holds("workload", key.id)
+
+
+async def test_a_dead_peers_lease_is_taken_over_while_every_pooled_connection_is_busy(
+    db: Database, start_engine: EngineFactory
+) -> None:
+    """The sweep runs on the reserved connections too: a replica whose workers hold the whole
+    pool (the burst a dead peer leaves behind) still takes the peer's leases over as they
+    expire, not once a pooled connection frees up."""
+    [key] = await add_workloads(db, notify=False)
+    async with db.connection() as conn:
+        await conn.execute(
+            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
+            " VALUES ('workload', $1, 'dead-peer', 1, now() + interval '2 seconds')",
+            key.id,
+        )
+    engine = Recorder().attach(await start_engine(sweep_interval=30.0))
+    await asyncio.wait_for(engine.keeper.renew_once(), timeout=5.0)  # reserved pool open
+    assert not engine.holds("workload", key.id)
+
+    held = [await db.pool.acquire() for _ in range(db.size)]
+    try:
+        await wait_until(lambda: engine.holds("workload", key.id), timeout=4, interval=0.02)
+    finally:
+        for conn in held:
+            await db.pool.release(conn)
