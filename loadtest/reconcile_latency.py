@@ -207,14 +207,25 @@ async def status_propagation(
 ) -> None:
     running: list[float] = []
     finished: list[float] = []
+    refused = 0
+
+    async def answered(method: str, url: str, body: object = None) -> httpx.Response:
+        """The answer other than an overloaded aicp's 503 (retried after its Retry-After)."""
+        nonlocal refused
+        while True:
+            response = await client.request(method, url, json=body)
+            if response.status_code != 503:
+                response.raise_for_status()
+                return response
+            refused += 1
+            await asyncio.sleep(float(response.headers.get("retry-after", "1")))
+
     for i in range(count):
         body = workload(f"obs-{i}", env={"KUBESIM_RUN_SECONDS": "0.5"})
-        response = await client.post(WORKLOADS, json=body)
-        response.raise_for_status()
-        uid = response.json()["uid"]
+        uid = (await answered("POST", WORKLOADS, body)).json()["uid"]
         shown: dict[str, float] = {}
         while "SUCCEEDED" not in shown:
-            state = (await client.get(f"{WORKLOADS}/obs-{i}")).json()["status"]["state"]
+            state = (await answered("GET", f"{WORKLOADS}/obs-{i}")).json()["status"]["state"]
             shown.setdefault(state, time.perf_counter())
             if state == "FAILED":
                 raise SystemExit(f"obs-{i} failed")
@@ -226,6 +237,8 @@ async def status_propagation(
         finished.append((shown["SUCCEEDED"] - pod_succeeded) * 1000)
     report("pod Running -> API RUNNING", running)
     report("pod Succeeded -> API SUCCEEDED", finished)
+    if refused:
+        print(f"the status poller got {refused} answers 503 (retried)")
 
 
 def _step_totals(metrics: str) -> dict[str, tuple[float, float]]:
