@@ -187,11 +187,18 @@ async def job_creation_at_rate(
         await asyncio.gather(*tasks)
     finally:
         await session.close()
+    ended = loop.time() - start
     print(
         f"submitted {total} in {sent:.1f} s ({total / sent:.0f}/s offered, {rate:g}/s asked); "
-        f"all Jobs existed {loop.time() - start:.1f} s after the first submission",
+        + (
+            f"the last answer or Job wait ended {ended:.1f} s after the first submission"
+            if missing or refused
+            else f"all Jobs existed {ended:.1f} s after the first submission"
+        ),
         flush=True,
     )
+    if samples:
+        print(f"accepted: {len(post_ms)} submissions at {len(post_ms) / ended:.1f}/s overall")
     report(f"POST sent -> 202 ({rate:g}/s)", post_ms)
     if samples:
         report(f"POST 202 -> Job ADDED ({rate:g}/s)", samples)
