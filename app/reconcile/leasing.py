@@ -240,8 +240,8 @@ class LeaseKeeper:
         """Let one lease go now; the key is forgotten locally whatever the database says."""
         fence = self._book.fence(key)
         self._book.drop(key)
-        if fence is not None:
-            await leases.release((await self._db.get()).pool, fence.grant, owner=self._book.owner)
+        if fence is not None:  # called by the workers: on the shared pool, like their steps
+            await leases.release(self._db.shared.pool, fence.grant, owner=self._book.owner)
 
     async def release_all(self) -> int:
         """Shutdown: expire every lease of this owner and ring for each; forget them locally."""

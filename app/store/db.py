@@ -280,6 +280,12 @@ class ReservedPool:
         self._own: Database | None = None
         self._closed = False
 
+    @property
+    def shared(self) -> Database:
+        """The shared pool: for statements of these tasks' callers (a worker releasing a lease),
+        which must not take the reserved connections from the tasks they are sized for."""
+        return self._shared
+
     async def get(self) -> Database:
         if self._own is None and not self._closed:
             try:

@@ -15,8 +15,8 @@ async def test_a_request_that_finds_every_connection_busy_gets_a_503_saying_over
     try:
         async with db.connection():  # the whole pool, in use
             with pytest.raises(StoreUnavailable) as raised:
-                async with db.connection():
-                    pass
+                async with db.connection() as conn:
+                    await conn.fetchval("SELECT 1")  # never reached: no connection came
         assert "stayed busy" in str(raised.value)
         assert f"{ACQUIRE_TIMEOUT_SECONDS:g}s" in str(raised.value)
         assert "overloaded" in str(raised.value)
