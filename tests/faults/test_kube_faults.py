@@ -47,6 +47,13 @@ async def test_a_burst_through_api_errors_throttling_watch_drops_a_410_and_an_ou
     await cluster.faults(error_rate=0.0, shrink_watch_history=True)
     await cluster.faults(refuse_connections_seconds=10.0)
     outage_over = time.monotonic() + 10.0
+
+    async def refusing() -> bool:
+        return not await cluster.answering()
+
+    # The restart begins just after that answer: "answering" must mean after the outage, not
+    # before it began (a request in that gap is cut off by the restart).
+    await wait_until(refusing, timeout=5, interval=0.02, message="apiserver down")
     await burst
     await wait_until(cluster.answering, timeout=30, interval=0.1, message="apiserver back")
     await cluster.clear_faults()
