@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from datetime import datetime
 
 import pytest
@@ -433,12 +435,8 @@ async def test_leases_are_renewed_while_every_pooled_connection_is_busy(
     await asyncio.wait_for(engine.keeper.renew_once(), timeout=5.0)  # its connection is open
     before = await _expiry(db, key)
 
-    held = [await db.pool.acquire() for _ in range(db.size)]
-    try:
+    async with _every_pooled_connection_taken(db):
         await asyncio.wait_for(engine.keeper.renew_once(), timeout=1.0)
-    finally:
-        for conn in held:
-            await db.pool.release(conn)
 
     assert await _expiry(db, key) > before
     assert engine.holds("workload", key.id)
@@ -461,9 +459,16 @@ async def test_a_dead_peers_lease_is_taken_over_while_every_pooled_connection_is
     await asyncio.wait_for(engine.keeper.renew_once(), timeout=5.0)  # reserved pool open
     assert not engine.holds("workload", key.id)
 
+    async with _every_pooled_connection_taken(db):
+        await wait_until(lambda: engine.holds("workload", key.id), timeout=4, interval=0.02)
+
+
+@contextlib.asynccontextmanager
+async def _every_pooled_connection_taken(db: Database) -> AsyncIterator[None]:
+    """The shared pool fully in use (workers and requests holding it), for the block."""
     held = [await db.pool.acquire() for _ in range(db.size)]
     try:
-        await wait_until(lambda: engine.holds("workload", key.id), timeout=4, interval=0.02)
+        yield
     finally:
         for conn in held:
             await db.pool.release(conn)
