@@ -13,7 +13,17 @@ from aicp_cli import progress
 from aicp_cli.client import Client
 from aicp_cli.errors import ApiError, CliError
 from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, kind_named
-from aicp_cli.output import FORMATS, age, dump, dump_event, row_line, table
+from aicp_cli.output import (
+    FORMATS,
+    age,
+    cell,
+    dump,
+    dump_event,
+    line_width,
+    printable,
+    row_line,
+    table,
+)
 from aicp_cli.session import client_for, context_of, project_of
 
 STATES = ("PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED", "FAILED", "DELETING")
@@ -75,7 +85,7 @@ def get(
             if fmt in ("json", "yaml"):
                 dump(found, fmt)
             else:
-                table([found], kind.wide if fmt == "wide" else kind.columns)
+                table([found], kind.wide if fmt == "wide" else kind.columns, whole=fmt == "wide")
             return
         params = {"state": state.upper() if state else None, "compute_pool": pool}
         items = client.items(kind.path(project), **params)
@@ -87,7 +97,7 @@ def get(
                 err=True,
             )
         else:
-            table(items, kind.wide if fmt == "wide" else kind.columns)
+            table(items, kind.wide if fmt == "wide" else kind.columns, whole=fmt == "wide")
 
 
 def _watch(
@@ -110,18 +120,15 @@ def _watch(
         max(len(t), w)
         for t, w in zip(titles, (24, 10, 14, 5, 6, 6, 24, 24, 8, 4, 28), strict=False)
     ]
+    limit = None if fmt == "wide" else line_width()
     if fmt in ("table", "wide"):
-        click.echo(row_line(["EVENT", *titles], [8, *widths]))
+        click.echo(row_line(["EVENT", *titles], [8, *widths], titles[-1], limit))
     for event in client.watch(path, params, on_reconnect=progress.note):
         if fmt in ("json", "yaml"):
             dump_event(event.type, event.object, fmt)
             continue
-        values = [
-            str(v) if v not in (None, "", []) else "-"
-            for v in (get(event.object) for _, get in columns)
-        ]
-        values = [",".join(v) if isinstance(v, list) else v for v in values]
-        click.echo(row_line([event.type, *values], [8, *widths]))
+        values = [cell(get(event.object)) for _, get in columns]
+        click.echo(row_line([printable(event.type), *values], [8, *widths], titles[-1], limit))
         sys.stdout.flush()
 
 
@@ -215,7 +222,8 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
         click.echo("  (none)")
     for event in reversed(events):
         when, kind = age(event.get("at")), event.get("type") or ""
-        click.echo(f"  {when:>5}  {kind:<18} {event.get('message')}  [{event.get('actor')}]")
+        message, actor = printable(event.get("message")), printable(event.get("actor"))
+        click.echo(f"  {when:>5}  {printable(kind):<18} {message}  [{actor}]")
 
 
 def _section(title: str, lines: list[tuple[str, Any]]) -> None:
@@ -225,7 +233,8 @@ def _section(title: str, lines: list[tuple[str, Any]]) -> None:
         indent = "  "
     width = max(len(label) for label, _ in lines) + 1
     for label, value in lines:
-        click.echo(f"{indent}{(label + ':').ljust(width + 1)} {'-' if value is None else value}")
+        shown = "-" if value is None else printable(value)
+        click.echo(f"{indent}{(label + ':').ljust(width + 1)} {shown}")
 
 
 @click.command()
@@ -356,7 +365,7 @@ def _wait(
                     _fail(f"workload {name} was deleted ({status['state']}: {status['reason']})")
                     return 1
                 if status["state"] in wanted:
-                    click.echo(f"workload/{name} {status['state']}: {status['reason']}")
+                    click.echo(printable(f"workload/{name} {status['state']}: {status['reason']}"))
                     return 0
                 if status["state"] in FINISHED and not deleting:
                     _fail(f"workload {name} ended {status['state']}: {status['reason']}")
@@ -369,7 +378,7 @@ def _wait(
 
 
 def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {printable(message)}", err=True)
 
 
 COMMANDS = [get, describe, logs, wait]

@@ -11,6 +11,7 @@ from aicp_cli import manifests, progress
 from aicp_cli.commands_read import complete_kinds, complete_workloads
 from aicp_cli.errors import ApiError, CliError, Unreachable
 from aicp_cli.kinds import kind_named
+from aicp_cli.output import printable
 from aicp_cli.session import client_for, project_of
 
 
@@ -44,7 +45,7 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
                 fatal = isinstance(exc, ApiError) and exc.status in (401, 403, 503)
                 if fatal or isinstance(exc, Unreachable):
                     raise
-                click.echo(f"error: {doc.source}: {label}: {exc.message}", err=True)
+                click.echo(f"error: {doc.source}: {label}: {printable(exc.message)}", err=True)
                 failed += 1
                 continue
             click.echo(f"{label} {step.action}" + (" (dry run)" if dry_run else ""))
@@ -54,7 +55,28 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
         raise CliError(f"{failed} of {len(documents)} documents failed", exit_code=1)
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+class AfterDashes(click.Command):
+    """A command whose container command is exactly what follows `--`: before it, an unknown
+    option is an error with a suggestion (`--gpu`: did you mean `--gpus`?) and a bare word is
+    one too, never silently part of the command."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ours, after = (
+            (args[: args.index("--")], args[args.index("--") + 1 :]) if "--" in args else (args, [])
+        )
+        rest = super().parse_args(ctx, ours)
+        if ctx.params.get("command"):
+            words = " ".join(ctx.params["command"])
+            raise click.UsageError(
+                f"unexpected {words!r}: put the container command after --, "
+                f"as in: aicp run ... -- {words}",
+                ctx,
+            )
+        ctx.params["command"] = tuple(after)
+        return rest
+
+
+@click.command(cls=AfterDashes)
 @click.option("--pool", required=True, help="The compute pool.")
 @click.option("--image", required=True, help="The container image.")
 @click.option("--name", help="The workload's name (default: run-<random>).")
@@ -123,7 +145,7 @@ def run(
     with client_for(ctx) as client:
         path = f"/projects/{project_of(client)}/workloads"
         created = client.request("POST", path, body=body).json()
-        click.echo(f"workload/{created['name']} created")
+        click.echo(f"workload/{printable(created['name'])} created")
         if not wait_for:
             return 0
     from aicp_cli.commands_read import wait
@@ -160,7 +182,8 @@ def create_token(ctx: click.Context, name: str, role: str, expires_in_days: int 
         body["expires_in_days"] = expires_in_days
     with client_for(ctx) as client:
         made = client.request("POST", f"/projects/{project_of(client)}/tokens", body=body).json()
-    click.echo(f"token/{made['name']} created (id {made['id']}, role {made['role']})", err=True)
+    said = f"token/{made['name']} created (id {made['id']}, role {made['role']})"
+    click.echo(printable(said), err=True)
     click.echo(made["token"])
 
 

@@ -17,6 +17,7 @@ import click
 
 from aicp_cli import commands_read, commands_session, commands_write
 from aicp_cli.errors import CliError
+from aicp_cli.output import printable
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         result = cli.main(args=argv, prog_name="aicp", standalone_mode=False)
     except CliError as exc:
-        click.echo(f"error: {exc.message}", err=True)
+        click.echo(f"error: {printable(exc.message)}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -63,6 +64,6 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
     except Exception as exc:  # never a traceback: say what broke, in one line
-        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+        click.echo(f"error: unexpected {type(exc).__name__}: {printable(exc)}", err=True)
         sys.exit(1)
     sys.exit(result if isinstance(result, int) else 0)

@@ -1,25 +1,68 @@
-"""How resources are printed: tables (rich) in kubectl's style, JSON, YAML, and ages."""
+"""How resources are printed: tables in kubectl's style, JSON, YAML, and ages.
+
+Text that came from the server is never written raw to a terminal: `printable` shows control
+characters, escape sequences, DEL, C1 codes, line separators and bidi overrides as escapes
+(`\\x1b`, `\\u202e`). JSON and YAML escape them themselves and stay round-trippable. Tables
+never cut NAME, STATE or any other column but REASON, which gets what is left of the line
+(`COLUMNS`, else the terminal's width); piped output without `COLUMNS` and `-o wide` print it
+whole.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import yaml
-from rich.console import Console
-from rich.table import Table
+from rich.cells import cell_len
+from rich.text import Text
 
 FORMATS = ("table", "wide", "json", "yaml")
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+#: The column that gives way when a line is too long; every other column is printed whole.
+SHRINKS = "REASON"
+#: The least of it a table keeps, however narrow the terminal.
+SHRUNK_AT_LEAST = 12
+GAP = "   "
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_SHORT = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def _width() -> int | None:
-    return None if sys.stdout.isatty() else 250
+def _escape(char: str) -> str:
+    if char in _SHORT:
+        return _SHORT[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(value: object) -> str:
+    """`value` as text safe for a terminal: every control character (C0, DEL, C1, hence ESC and
+    every escape sequence), line and paragraph separator and bidi control as an escape."""
+    text = str(value)
+    if text.isprintable() and not _BIDI.intersection(text):
+        return text
+    return "".join(
+        _escape(char) if char in _BIDI or unicodedata.category(char) in ("Cc", "Zl", "Zp") else char
+        for char in text
+    )
+
+
+def line_width() -> int | None:
+    """How wide a line may be: `COLUMNS`, else the terminal's width; None (whole lines) when
+    standard output is not a terminal and `COLUMNS` is unset."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (OSError, ValueError):
+        return None
 
 
 def age(stamp: str | None, now: datetime | None = None) -> str:
@@ -42,30 +85,41 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
 
-def table(rows: Iterable[dict[str, Any]], columns: list[Column]) -> None:
-    grid = Table(box=None, pad_edge=False, padding=(0, 3, 0, 0), show_edge=False)
-    for title, _ in columns:
-        grid.add_column(title, no_wrap=True, overflow="fold" if title == "REASON" else "ellipsis")
-    for row in rows:
-        grid.add_row(*(_cell(get(row)) for _, get in columns))
-    console = Console(highlight=False, width=_width())
-    with console.capture() as captured:
-        console.print(grid)
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+def table(rows: Iterable[dict[str, Any]], columns: list[Column], *, whole: bool = False) -> None:
+    """Rows under their column titles; `whole` (`-o wide`) never shortens the reason."""
+    titles = [title for title, _ in columns]
+    lines = [titles, *([cell(get(row)) for _, get in columns] for row in rows)]
+    widths = [max(cell_len(line[i]) for line in lines) for i in range(len(titles))]
+    limit = None if whole else line_width()
+    for line in lines:
+        sys.stdout.write(row_line(line, widths, titles[-1], limit) + "\n")
 
 
-def _cell(value: Any) -> str:
-    if value is None or value == "":
+def cell(value: Any) -> str:
+    """One table cell: `-` for nothing, lists joined by commas, escaped."""
+    if value is None or value == "" or value == []:
         return "-"
     if isinstance(value, list):
-        return ",".join(map(str, value)) or "-"
-    return str(value)
+        return printable(",".join(map(str, value)))
+    return printable(value)
 
 
-def row_line(values: list[str], widths: list[int]) -> str:
-    """One fixed-width line (for `get -w`, where rows arrive one at a time)."""
-    cells = [value.ljust(width) for value, width in zip(values[:-1], widths, strict=False)]
-    return "   ".join([*cells, values[-1]]).rstrip()
+def row_line(values: list[str], widths: list[int], last: str = "", limit: int | None = None) -> str:
+    """One line of cells padded to `widths` (the last cell unpadded). When the last column is
+    the reason and `limit` is set, the reason is shortened (with …) so the line fits in it."""
+    cells = [
+        value + " " * (width - cell_len(value))
+        for value, width in zip(values[:-1], widths, strict=False)
+    ]
+    head = GAP.join([*cells, ""]) if cells else ""
+    tail = values[-1]
+    if limit is not None and last == SHRINKS:
+        room = max(limit - cell_len(head), SHRUNK_AT_LEAST)
+        if cell_len(tail) > room:
+            shortened = Text(tail)
+            shortened.truncate(room, overflow="ellipsis")
+            tail = shortened.plain
+    return (head + tail).rstrip()
 
 
 def dump(value: Any, fmt: str) -> None:

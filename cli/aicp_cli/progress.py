@@ -11,7 +11,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.status import Status
+
+from aicp_cli.output import printable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -21,7 +24,7 @@ T = TypeVar("T")
 
 
 def note(message: str) -> None:
-    click.echo(f"note: {message}", err=True)
+    click.echo(f"note: {printable(message)}", err=True)
 
 
 class Progress:
@@ -50,10 +53,11 @@ class Progress:
         if (state, reason) == self.last:
             return
         self.last = (state, reason)
+        name, state, reason = printable(self.name), printable(state), printable(reason)
         if self.status is not None:
-            self.status.update(f"{self.name}: [bold]{state}[/bold] — {reason}")
+            self.status.update(f"{escape(name)}: [bold]{escape(state)}[/bold] — {escape(reason)}")
         else:
-            click.echo(f"{self.name}: {state}: {reason}", err=True)
+            click.echo(f"{name}: {state}: {reason}", err=True)
 
 
 class TimedOut(Exception):

@@ -9,7 +9,9 @@ it reaches the service only over HTTP.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+import unicodedata
 from pathlib import Path
 
 import asyncpg
@@ -233,3 +235,31 @@ async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_tim
     late = await cli.run("wait", "long", "--timeout", "1s")
     assert late.code == 124
     assert late.error_lines[-1].startswith("error: timed out after 1s waiting for workload long")
+
+
+async def test_hostile_text_is_stored_as_given_and_printed_escaped_at_80_columns(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    hostile = ["--note", "\x1b]0;pwned\x07\x1b[2J\u202eexe.txt\x9b31m"]
+    await submit(running_service, "hostile", args=hostile, env={"KUBESIM_RUN_SECONDS": "600"})
+    assert (
+        await cli.run("wait", "hostile", "--for", "state=RUNNING", "--timeout", "30s")
+    ).code == 0
+    listed = await cli.run("get", "workloads", "-o", "json")
+    stored = json.loads(listed.out)["items"][0]
+    assert stored["spec"]["args"] == hostile
+
+    described = await cli.run("describe", "workload", "hostile")
+    narrow = await cli.run("get", "workloads", COLUMNS="80")
+    wide = await cli.run("get", "workloads", "-o", "wide", COLUMNS="80")
+    for shown in (described, narrow, wide):
+        assert shown.code == 0, shown.err
+        assert [c for c in shown.out if unicodedata.category(c) == "Cc" and c != "\n"] == []
+        assert "\u202e" not in shown.out
+    assert "--note \\x1b]0;pwned\\x07\\x1b[2J\\u202eexe.txt\\x9b31m" in described.out
+    row = narrow.out.splitlines()[1]
+    assert row.split()[:2] == ["hostile", "RUNNING"]
+    assert len(row) == 80 and row.endswith("…")
+    assert wide.out.splitlines()[1].endswith(stored["status"]["reason"])
