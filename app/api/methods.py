@@ -15,7 +15,7 @@ The route table is read from the application once, on the first request.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from litestar.enums import ScopeType
@@ -108,8 +108,9 @@ class MethodSemantics:
             return
         head = method == "HEAD" and allow is not None and "GET" in allow.split(", ")
         if head:
-            http["method"] = "GET"
-            http[HEAD_SCOPE_KEY] = True  # type: ignore[literal-required]  # handlers may ask
+            # A copy: the server keeps its own scope saying HEAD, so it expects no body after
+            # the GET's Content-Length (rewriting its scope made uvicorn wait for the body).
+            scope = cast("Scope", {**http, "method": "GET", HEAD_SCOPE_KEY: True})
         await self.app(scope, receive, self._sender(send, path, allow, head=head))
 
     def _sender(self, send: Send, path: str, allow: str | None, *, head: bool) -> Send:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -47,17 +48,28 @@ async def test_every_path_answers_options_with_the_methods_it_serves(
 
 
 async def test_head_answers_like_get_without_a_body_on_every_get_route(
-    shared_client: httpx.AsyncClient,
+    shared_client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     paths = (await openapi(shared_client))["paths"]
-    for path, item in paths.items():
-        if "get" not in item:
+    for path in [*paths, "/schema/openapi.json", "/schema/swagger"]:
+        if "get" not in paths.get(path, {"get": {}}):
             continue
         get = await shared_client.get(concrete(path))
-        head = await shared_client.head(concrete(path))
+        with caplog.at_level(logging.INFO):
+            head = await shared_client.head(concrete(path))
+            await shared_client.get("/healthz")  # the HEAD's answer is over on the server too
         assert head.status_code == get.status_code, path
         assert head.content == b""
         assert head.headers["content-type"] == get.headers["content-type"]
+        if "content-length" in get.headers and not path.endswith(("/watch", "/metrics")):
+            assert head.headers["content-length"] == get.headers["content-length"], path
+        said = [
+            f"{r.name}: {r.getMessage()}"
+            for r in caplog.records
+            if r.levelno >= logging.INFO
+            and not r.name.startswith(("httpx", "httpcore", "uvicorn.access"))
+        ]
+        assert said == [], f"HEAD {path} logged {said}"
 
 
 async def test_a_wrong_method_is_405_with_allow(shared_client: httpx.AsyncClient) -> None:
