@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
+from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.api.changefeed import ChangeFeed, FeedConfig
 from app.reconcile.engine import EngineConfig, Reconciler
@@ -352,7 +353,7 @@ class Service:
         """Stop serving and release everything; safe to call more than once."""
         await self.supervisor.stop()  # parts stopping from now on are not failures
         if self.app is not None:
-            self.app.state["stopping"] = True
+            shutdown.begin(self.app)  # readiness fails; log streams end with a last line
         if self.feed is not None:
             # Open streams would hold the HTTP server's drain for its whole grace period.
             self.feed.close_all("the server is shutting down")

@@ -18,6 +18,7 @@ from app.api import (
     events,
     pools,
     projects,
+    shutdown,
     tokens,
     watches,
     workload_views,
@@ -130,7 +131,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["token_cache"] = deps.token_cache
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed
-    app.state["stopping"] = False
+    shutdown.install(app)
     describe_components(app)
     return app
 

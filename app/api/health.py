@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from litestar import Request, Response, get
 
+from app.api import shutdown
 from app.observability import metrics
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ async def healthz(request: Request[Any, Any, Any]) -> Response[dict[str, str]]:
 )
 async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     reasons: list[str] = []
-    if request.app.state.get("stopping"):
+    if shutdown.is_stopping(request.app):
         reasons.append("shutting down")
     db: Database = request.app.state["db"]
     if not await db.ping():

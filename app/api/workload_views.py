@@ -27,6 +27,7 @@ from litestar import Request, Response, get
 from litestar.params import Parameter
 from litestar.response import Stream
 
+from app.api import shutdown
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
@@ -125,10 +126,15 @@ def _started(pod: Manifest) -> bool:
 
 
 async def _followed(
-    kube: KubeClient, namespace: str, pods: list[str], tail: int, since: int | None
+    kube: KubeClient,
+    namespace: str,
+    pods: list[str],
+    tail: int,
+    since: int | None,
+    stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
     """Every pod's log as it is printed, line by line (prefixed with the pod when several),
-    until every container has ended."""
+    until every container has ended, or the server stops (then a last line says so)."""
     lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1000)
 
     async def pump(pod: str) -> None:
@@ -155,18 +161,28 @@ async def _followed(
             await lines.put(None)
 
     tasks = [asyncio.create_task(pump(pod), name=f"logs:{pod}") for pod in pods]
+    stopped = asyncio.create_task(stopping.wait(), name="logs:stopping")
     try:
         running = len(tasks)
         while running:
-            line = await lines.get()
+            if lines.empty():
+                took = asyncio.ensure_future(lines.get())
+                await asyncio.wait({took, stopped}, return_when=asyncio.FIRST_COMPLETED)
+                if not took.done():
+                    took.cancel()
+                    yield shutdown.LOG_STREAM_END.encode() + b"\n"
+                    return
+                line = took.result()
+            else:
+                line = lines.get_nowait()
             if line is None:
                 running -= 1
             else:
                 yield line
     finally:
-        for task in tasks:
+        for task in [*tasks, stopped]:
             task.cancel()
-        for task in tasks:
+        for task in [*tasks, stopped]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
@@ -223,7 +239,9 @@ async def get_logs(
                 "its logs once it runs."
             )
         return Stream(
-            _followed(kube, namespace, started, tail, since_seconds),
+            _followed(
+                kube, namespace, started, tail, since_seconds, shutdown.stopping(request.app)
+            ),
             media_type="text/plain; charset=utf-8",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
