@@ -18,6 +18,7 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.api.api_docs import SWAGGER_URL_PATH
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ def banner(
     cluster = (
         f"  kubesim (embedded, 2 nodes x 8 H100): {kube_url}"
         f"   (kubeconfig: {state_dir / KUBECONFIG_FILE})\n"
+        f"  kubectl: KUBECONFIG={state_dir / KUBECONFIG_FILE} kubectl get jobs,pods -A\n"
         if kube_url
         else f"  Kubernetes: {settings.kubeconfig or 'in-cluster configuration'}\n"
     )
@@ -103,5 +105,6 @@ def banner(
         f"  admin token: {settings.admin_token}   (saved in {state_dir / 'admin-token'})\n"
         + cluster
         + f"  try: curl -H 'Authorization: Bearer {settings.admin_token}' {url}/api/v1/projects\n"
+        f"  API docs (Swagger UI): {url}{SWAGGER_URL_PATH}\n"
         f"  API description: {url}/schema/openapi.json\n"
     )

@@ -14,7 +14,7 @@ import msgspec
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, patching
+from kubesim import discovery, patching, printing
 from kubesim.admin import admin_routes
 from kubesim.app_state import STATE, AppState
 from kubesim.logs import serve_log
@@ -215,6 +215,10 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
             )
         if route.subresource == "log":
             return await serve_log(request, store, rt, route.namespace or "", route.name)
+        version = printing.table_version(request.headers.get("Accept"))
+        if version is not None and route.subresource is None:
+            meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion", "")}
+            return json_response(_table(rt, [entry.obj], meta, version, q))
         return raw_response(entry.raw)
     if truthy(q.get("watch")):
         timeout = q.get("timeoutSeconds")
@@ -239,10 +243,19 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
         raise StoreError(
             422, "Invalid", "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"
         )
-    return _list(state, rt, route.namespace, q)
+    return _list(
+        state, rt, route.namespace, q, printing.table_version(request.headers.get("Accept"))
+    )
 
 
-def _list(state: AppState, rt: ResourceType, namespace: str | None, q: Any) -> web.Response:
+def _table(rt: ResourceType, objs: list[Any], meta: dict[str, Any], version: str, q: Any) -> Any:
+    return printing.table(rt, objs, meta, version=version, include_object=q.get("includeObject"))
+
+
+def _list(
+    state: AppState, rt: ResourceType, namespace: str | None, q: Any, table: str | None = None
+) -> web.Response:
+    """A page of the list; as a `meta.k8s.io` Table when `table` names its version."""
     store = state.store
     rv = store.resource_version
     asked = q.get("resourceVersion")
@@ -260,6 +273,8 @@ def _list(state: AppState, rt: ResourceType, namespace: str | None, q: Any) -> w
     if cont:
         meta["continue"] = cont
         meta["remainingItemCount"] = remaining
+    if table is not None:
+        return json_response(_table(rt, [e.obj for e in items], meta, table, q))
     head = msgspec.json.encode(
         {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta}
     )

@@ -24,7 +24,7 @@ from app.api import (
     workload_views,
     workloads,
 )
-from app.api.api_docs import swagger_assets, swagger_plugin
+from app.api.api_docs import root, swagger_assets, swagger_plugin
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
@@ -93,7 +93,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         security=[{"bearer": []}],
     )
     app = Litestar(
-        route_handlers=[api, healthz, readyz, metrics_endpoint, swagger_assets()],
+        route_handlers=[api, root, healthz, readyz, metrics_endpoint, swagger_assets()],
         dependencies={
             "db": database_provider(deps.db),
             "caller": Provide(provide_caller),

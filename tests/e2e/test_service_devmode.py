@@ -104,6 +104,15 @@ async def test_dev_mode_announces_the_api_the_token_and_the_embedded_kubesim(
                 "/api/v1/projects", headers={"Authorization": f"Bearer {token}"}
             )
             assert projects.status_code == 200, projects.text
+            # The bare URL in a browser leads to the interactive docs the banner names.
+            swagger = dev.banner("API docs (Swagger UI)")
+            assert swagger == f"{url}/schema/swagger"
+            root = await client.get("/")
+            assert root.status_code == 307 and root.headers["location"] == "/schema/swagger"
+            page = await client.get("/", follow_redirects=True)
+            assert page.status_code == 200 and "swagger" in page.text.lower()
+        kubectl = next(line for line in dev.lines if line.strip().startswith("kubectl:"))
+        assert "KUBECONFIG=.aicp/kubeconfig kubectl get" in kubectl  # from where it runs
         async with httpx.AsyncClient(base_url=kubesim_url) as sim:
             nodes = (await sim.get("/api/v1/nodes")).json()["items"]
             assert [n["status"]["capacity"]["nvidia.com/gpu"] for n in nodes] == ["8", "8"]
