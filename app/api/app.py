@@ -28,7 +28,7 @@ from app.api.api_docs import root, swagger_assets, swagger_plugin
 from app.api.auth import authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
-from app.api.docs import describe_components
+from app.api.docs import describe_components, short_operation_id
 from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
 from app.api.methods import MethodSemantics
 from app.api.observe import Observed
@@ -108,6 +108,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
             "pools and GPU batch workloads on Kubernetes with Kueue. Errors are RFC 9457 "
             "problems (`application/problem+json`).",
             path="/schema",
+            operation_id_creator=short_operation_id,
             render_plugins=[JsonRenderPlugin(), swagger_plugin()],
             components=Components(
                 security_schemes={

@@ -1,4 +1,12 @@
-"""OpenAPI helpers: the problem responses each route documents, and schema descriptions."""
+"""OpenAPI helpers: the problem responses each route documents, schema descriptions, short
+operation ids, and event streams described so generated clients do not parse them as JSON.
+
+- Operation ids are the handler's name in camelCase (`list_workloads` → `listWorkloads`), or
+  the handler's own `operation_id=` where its name reads badly as a method name.
+- A `text/event-stream` answer is documented as a string (a generated client hands it over
+  unparsed; read it with an SSE client) whose events' `data:` lines are the named schema's
+  documents; a handler whose `opt` has `STREAMS` also answers one (`?watch=true`).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +16,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from litestar.enums import RequestEncodingType
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.openapi.spec import Example, Schema
+from litestar.openapi.spec import Example, OpenAPIMediaType, OpenAPIType, Reference, Schema
 from litestar.params import BodyKwarg
 
 from app.domain.resources import Problem
 
 if TYPE_CHECKING:
     from litestar import Litestar
+    from litestar.handlers import HTTPRouteHandler
+    from litestar.openapi.spec import Operation
+    from litestar.types import Method
 
 _DESCRIPTIONS = {
     400: "malformed-json: the body is not JSON",
@@ -34,6 +45,9 @@ _DESCRIPTIONS = {
 }
 
 PROBLEM_MEDIA = "application/problem+json"
+SSE_MEDIA = "text/event-stream"
+#: `opt` key of a handler that also answers an event stream of this struct (`?watch=true`).
+STREAMS = "streams"
 
 READ = (401, 404, 422, 503)
 WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)
@@ -70,6 +84,12 @@ def stream_of(container: type) -> ResponseSpec:
     )
 
 
+def short_operation_id(route_handler: HTTPRouteHandler, _method: Method, _path: list[Any]) -> str:
+    """`list_workloads` → `listWorkloads`: the handler's name, as a generated method's name."""
+    first, *rest = route_handler.handler_name.split("_")
+    return first + "".join(word.title() for word in rest)
+
+
 def json_body(summary: str, value: dict[str, Any]) -> BodyKwarg:
     """A JSON request body marker that documents one example in OpenAPI."""
     return BodyKwarg(
@@ -104,6 +124,7 @@ def describe_components(app: Litestar) -> None:
         if isinstance(schema, Schema) and not schema.description and name in docs:
             schema.description = docs[name]
     _drop_unsent_responses(app)
+    _describe_streams(app)
 
 
 def _drop_unsent_responses(app: Litestar) -> None:
@@ -121,3 +142,45 @@ def _drop_unsent_responses(app: Litestar) -> None:
             content = getattr(bad, "content", None) or {}
             if responses is not None and bad is not None and PROBLEM_MEDIA not in content:
                 del responses["400"]
+
+
+def _operations(app: Litestar) -> list[tuple[str, str, Operation]]:
+    found = []
+    for path, item in (app.openapi_schema.paths or {}).items():
+        for method in ("get", "put", "post", "delete", "patch"):
+            operation = getattr(item, method, None)
+            if operation is not None:
+                found.append((path, method, operation))
+    return found
+
+
+def _stream_schema(name: str) -> Schema:
+    return Schema(
+        type=OpenAPIType.STRING,
+        description=f"Server-Sent Events (read with an SSE client, not as JSON): each event's "
+        f"`data:` line is one `{name}` document (#/components/schemas/{name}), its `event:` "
+        "the document's `type`, its `id:` the change number",
+    )
+
+
+def _describe_streams(app: Litestar) -> None:
+    """Every `text/event-stream` answer as a string of events of its schema (see above)."""
+    also: dict[tuple[str, str], str] = {}
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            streams = handler.opt.get(STREAMS)
+            if streams is not None:
+                for method in handler.http_methods:
+                    also[(route.path_format, method.lower())] = streams.__name__
+    for path, method, operation in _operations(app):
+        for status, response in (operation.responses or {}).items():
+            content = getattr(response, "content", None)
+            if content is None:
+                continue
+            stream = content.get(SSE_MEDIA)
+            if stream is not None and isinstance(stream.schema, Reference):
+                content[SSE_MEDIA] = OpenAPIMediaType(
+                    schema=_stream_schema(stream.schema.ref.rsplit("/", 1)[-1])
+                )
+            if status == "200" and (path, method) in also:
+                content[SSE_MEDIA] = OpenAPIMediaType(schema=_stream_schema(also[(path, method)]))

@@ -23,6 +23,7 @@ from app.store import events, pools, workloads
     "Newest first; page with `cursor`.",
     responses=problems(*READ),
     tags=["workloads"],
+    operation_id="listWorkloadEvents",
 )
 async def workload_events(
     caller: CallerDep,
@@ -48,6 +49,7 @@ async def workload_events(
     "controller did, each with its actor. Newest first; page with `cursor`.",
     responses=problems(*READ),
     tags=["compute-pools"],
+    operation_id="listPoolEvents",
 )
 async def pool_events(
     caller: CallerDep,

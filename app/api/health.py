@@ -71,6 +71,7 @@ async def readyz(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
     tags=["operations"],
     description="Prometheus text format: HTTP, reconcile, watch, lease and lifecycle metrics.",
     media_type=metrics.CONTENT_TYPE,
+    operation_id="getMetrics",
 )
 async def metrics_endpoint() -> Response[bytes]:
     return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)

@@ -91,6 +91,7 @@ def _identity(row: WorkloadRow) -> JobIdentity:
     "before the Job exists. Kueue later unsuspends it and adds the flavor's node selector.",
     responses=problems(*READ),
     tags=["workloads"],
+    operation_id="getWorkloadManifest",
 )
 async def get_manifest(caller: CallerDep, db: DbDep, name: str = NamePath) -> dict[str, Any]:
     row = await _current_row(db, caller.require_project(), name)
@@ -200,6 +201,7 @@ async def _followed(
     media_type="text/plain",
     responses=problems(*READ),
     tags=["workloads"],
+    operation_id="getWorkloadLogs",
 )
 async def get_logs(
     request: Request[Any, Any, Any],

@@ -9,7 +9,7 @@ from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, STREAM, WRITE, problems, stream_of, success
+from app.api.docs import DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
 from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
@@ -127,6 +127,7 @@ WatchFlag = Annotated[
         **problems(*STREAM),
     },
     tags=["workloads"],
+    opt={STREAMS: WatchEvent},
 )
 async def list_workloads(
     request: Request[Any, Any, Any],

@@ -26,7 +26,7 @@ _STATE = msgspec.Meta(
 )
 _REASON = msgspec.Meta(
     description="why the pool is in its state, as a whole sentence",
-    examples=["ClusterQueue aicp-research-h100-pool is active with 16 accelerators."],
+    examples=["Ready: 8 of 16 nvidia.com/gpu in use by 1 workload, 2 workloads waiting."],
 )
 
 

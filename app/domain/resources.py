@@ -23,7 +23,7 @@ class Status(msgspec.Struct, kw_only=True):
         str | None,
         msgspec.Meta(
             description="A whole sentence explaining the state",
-            examples=["Accepted; waiting for the reconciler to create namespace aicp-research."],
+            examples=["Accepted; waiting for namespace aicp-research to be created."],
         ),
     ]
     observed_generation: Annotated[
@@ -111,16 +111,32 @@ class BindingList(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
+class FieldProblem(msgspec.Struct, kw_only=True):
+    """One invalid field of a `validation-error` problem."""
+
+    field: Annotated[
+        str,
+        msgspec.Meta(
+            description="Where: a body field (`quota.cpu`, `env.PATH`), a query parameter or a "
+            "header",
+            examples=["dispaly_name"],
+        ),
+    ]
+    message: Annotated[
+        str, msgspec.Meta(description="What is wrong with it", examples=["unknown field"])
+    ]
+
+
 class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An RFC 9457 problem document; extension members depend on `type`."""
 
     type: Annotated[str, msgspec.Meta(examples=["https://aicp.dev/problems/validation-error"])]
-    title: str
-    status: int
-    detail: str
-    instance: str | None = None
+    title: Annotated[str, msgspec.Meta(examples=["Request body is invalid"])]
+    status: Annotated[int, msgspec.Meta(examples=[422])]
+    detail: Annotated[str, msgspec.Meta(examples=["1 field is invalid"])]
+    instance: Annotated[str | None, msgspec.Meta(examples=["/api/v1/projects"])] = None
     request_id: str | None = None
-    errors: list[dict[str, str]] | None = None
+    errors: list[FieldProblem] | None = None
     required_role: str | None = None
     referenced_by: list[str] | None = None
     current_generation: int | None = None

@@ -138,7 +138,10 @@ class EventResource(msgspec.Struct, kw_only=True):
         msgspec.Meta(description="A word refining the type", examples=[EventReason.CREATED]),
     ] = None
     message: Annotated[
-        str | None, msgspec.Meta(examples=["Workload train-7b accepted at generation 1."])
+        str | None,
+        msgspec.Meta(
+            examples=["Workload train-7b accepted at generation 1 in compute pool h100-pool."]
+        ),
     ] = None
     generation: Annotated[int | None, msgspec.Meta(examples=[1])] = None
     actor: Annotated[
