@@ -57,11 +57,14 @@ def feed_of(request: Request[Any, Any, Any]) -> ChangeFeed:
 
 
 def resume_point(raw: str | None) -> int | None:
-    """The `Last-Event-ID` header as a change number (422 when it is not one)."""
+    """The `Last-Event-ID` header as a change number (422 when it is not one).
+
+    ASCII digits only: `str.isdigit` alone also accepts superscripts and other digits that
+    `int` refuses."""
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise ValidationFailed(
             [FieldError("Last-Event-ID", "must be the id of an event this stream sent")]
         )

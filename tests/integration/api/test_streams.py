@@ -226,6 +226,11 @@ async def test_a_resume_point_older_than_the_history_is_410_and_nonsense_is_422(
     bad = await status_of(api.client, f"{WORKLOADS}/train-7b/watch", last_event_id="x")
     assert bad.status_code == 422
     assert bad.json()["errors"][0]["field"] == "Last-Event-ID"
+    superscript = await api.client.get(
+        f"{WORKLOADS}/train-7b/watch", headers={"Last-Event-ID": "²".encode("latin-1")}
+    )
+    assert superscript.status_code == 422, superscript.text
+    assert superscript.json()["errors"][0]["field"] == "Last-Event-ID"
 
 
 async def test_a_client_that_reads_too_slowly_is_dropped_not_buffered(
