@@ -539,6 +539,10 @@ DELETE FROM stream_interest WHERE replica = $1;
 SELECT id FROM api_tokens
 WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now());
 
+-- name: projects_still_live
+-- Of the project ids $1 (those with open streams), the ones whose deletion was not requested.
+SELECT id FROM projects WHERE id = ANY ($1::uuid[]) AND deletion_requested_at IS NULL;
+
 -- ===== section: reconcile steps =====
 -- app/store/reconciling.py: what the project, pool and workload steps read and write.
 -- Fenced statements follow app/reconcile/fencing.py: $1 owner, $2 epoch, then their own

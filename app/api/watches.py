@@ -14,8 +14,9 @@ heartbeat comment comes every `heartbeat_seconds` (15) of silence, carrying the 
 client starts again without it. How changes get here: `app.api.changefeed`.
 
 Tenancy and roles are those of every read (any member of the project; another project's
-workload is 404). A stream ends when its token is revoked or expires, when the client reads too
-slowly (it resumes with Last-Event-ID), and when the server shuts down.
+workload is 404). A stream ends when its token is revoked or expires, when its project's
+deletion is requested, when the client reads too slowly (it resumes with Last-Event-ID), and
+when the server shuts down.
 """
 
 from __future__ import annotations
