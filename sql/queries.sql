@@ -264,13 +264,28 @@ WHERE k.created_at < now() - interval '24 hours'
 RETURNING k.identity;
 
 -- name: idempotent_response
-SELECT request_sha256, status, body, location
+SELECT request_sha256, status, body, location, resource_kind, resource_id
 FROM idempotency_keys
 WHERE identity = $1 AND key = $2;
 
 -- name: store_idempotent_response
-UPDATE idempotency_keys SET status = $3, body = $4, location = $5
+UPDATE idempotency_keys
+SET status = $3, body = $4, location = $5, resource_kind = $6, resource_id = $7
 WHERE identity = $1 AND key = $2;
+
+-- name: idempotent_resource_state
+-- What became of the resource a key created: 'live', 'deleting' (deletion requested; for a
+-- token: revoked), or NULL when it is gone.
+SELECT CASE $1::text
+    WHEN 'project' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                     ELSE 'deleting' END FROM projects WHERE id = $2)
+    WHEN 'pool' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                  ELSE 'deleting' END FROM compute_pools WHERE id = $2)
+    WHEN 'workload' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                      ELSE 'deleting' END FROM workloads WHERE id = $2)
+    WHEN 'token' THEN (SELECT CASE WHEN revoked_at IS NULL THEN 'live'
+                                   ELSE 'deleting' END FROM api_tokens WHERE id = $2)
+END AS state;
 
 -- name: purge_idempotency_keys
 DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';

@@ -6,8 +6,8 @@ from litestar import Request, Response, delete, get, post
 
 from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, DELETE, READ, json_body, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
@@ -33,7 +33,7 @@ def project_location(name: str) -> str:
     summary="Create a project",
     description="Platform admin only. Answers 202 with the PENDING project and its Location; "
     "the reconciler creates its namespace `aicp-<name>`. Honours `Idempotency-Key`.",
-    responses={202: success(Project, "Accepted"), **problems(*WRITE)},
+    responses={202: success(Project, "Accepted"), **problems(*CREATE)},
     tags=["projects"],
 )
 async def create_project(
@@ -47,7 +47,7 @@ async def create_project(
     if violations:
         raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
-    async def create(conn: Connection) -> tuple[Project, str]:
+    async def create(conn: Connection) -> Created:
         project = await projects.create_project(
             conn,
             name=data.name,
@@ -55,7 +55,7 @@ async def create_project(
             labels=data.labels,
             actor=caller.actor,
         )
-        return project, project_location(project.name)
+        return Created(project, project_location(project.name), "project", project.uid)
 
     return await respond_once(request, db, caller, status=202, create=create)
 

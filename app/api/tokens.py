@@ -9,8 +9,8 @@ from litestar.params import FromPath
 
 from app.api.auth import requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import READ, WRITE, json_body, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, READ, json_body, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.domain.errors import NotFound
 from app.domain.resources import TokenCreated, TokenList
@@ -36,7 +36,7 @@ def _without_secret(created: TokenCreated) -> TokenCreated:
     summary="Create a project token",
     description="Project admin or platform admin. The `token` secret appears only in this "
     "response (an Idempotency-Key replay answers it as null); aicp keeps its SHA-256 only.",
-    responses={201: success(TokenCreated, "Created"), **problems(*WRITE)},
+    responses={201: success(TokenCreated, "Created"), **problems(*CREATE)},
     tags=["tokens"],
 )
 async def create_token(
@@ -48,7 +48,7 @@ async def create_token(
 ) -> Response[bytes]:
     project = caller.require_project()
 
-    async def create(conn: Connection) -> tuple[TokenCreated, None]:
+    async def create(conn: Connection) -> Created:
         created = await tokens.create_token(
             conn,
             project_id=project.id,
@@ -57,7 +57,7 @@ async def create_token(
             expires_in_days=data.expires_in_days,
             actor=caller.actor,
         )
-        return created, None
+        return Created(created, None, "token", created.id)
 
     return await respond_once(
         request, db, caller, status=201, create=create, redact=_without_secret

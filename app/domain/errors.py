@@ -21,6 +21,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     │   ├── BeingDeleted                        409 being-deleted
     │   └── InUse                               409 in-use             referenced_by
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
+    ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
     ├── PayloadTooLarge                         413 payload-too-large
     ├── UnsupportedMediaType                    415 unsupported-media-type
@@ -257,6 +258,15 @@ class ResumeExpired(AicpError):
     slug = "resume-expired"
     status = 410
     title = "Stream history expired"
+
+
+class CreatedResourceGone(AicpError):
+    """The resource this Idempotency-Key created has since been deleted; send the request with
+    a new Idempotency-Key to create it again."""
+
+    slug = "created-resource-gone"
+    status = 410
+    title = "Created resource gone"
 
 
 class TooManyStreams(AicpError):
