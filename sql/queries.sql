@@ -135,33 +135,54 @@ JOIN projects p ON p.id = t.project_id
 WHERE t.secret_sha256 = $1;
 
 -- name: insert_token
-INSERT INTO api_tokens (id, project_id, name, role, secret_sha256, expires_at, created_by)
+-- $8 minted_by (NULL: the platform admin); $9 the minter's expiry, which the new token's never
+-- passes (the API refuses a longer life first; LEAST keeps the rule against clock skew).
+INSERT INTO api_tokens (id, project_id, name, role, secret_sha256, expires_at, created_by,
+                        minted_by)
 VALUES ($1, $2, $3, $4, $5,
-        CASE WHEN $6::int IS NULL THEN NULL ELSE now() + make_interval(days => $6::int) END,
-        $7)
+        CASE WHEN $6::int IS NULL THEN $9::timestamptz
+             ELSE LEAST(now() + make_interval(days => $6::int), $9::timestamptz) END,
+        $7, $8)
 ON CONFLICT (project_id, name) DO NOTHING
-RETURNING id, name, role, created_at, expires_at, revoked_at, created_by;
+RETURNING id, name, role, created_at, expires_at, revoked_at, created_by, minted_by;
+
+-- name: lock_project_tokens
+-- Serializes token creates of one project (the live-token cap), without a row lock on the
+-- project that would queue workload creates behind them. Released at commit.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-tokens:' || $1::uuid::text, 0));
+
+-- name: live_tokens_of_project
+SELECT count(*) FROM api_tokens
+WHERE project_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now());
 
 -- name: list_tokens
-SELECT id, name, role, created_at, expires_at, revoked_at, created_by
+SELECT id, name, role, created_at, expires_at, revoked_at, created_by, minted_by
 FROM api_tokens
 WHERE project_id = $1 AND (created_at, id) < ($2, $3)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- name: revoke_token
--- Returns the token only when this call revoked it (not when it was already revoked).
+-- The token and every token it minted, recursively (through already revoked ones too), in one
+-- statement. Returns the tokens this call revoked (none when all already were); `root` marks
+-- the one named.
+WITH RECURSIVE tree AS (
+    SELECT id FROM api_tokens WHERE id = $1 AND project_id = $2
+    UNION
+    SELECT child.id FROM api_tokens child JOIN tree ON child.minted_by = tree.id
+)
 UPDATE api_tokens SET revoked_at = now()
-WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL
-RETURNING id, name;
+WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL
+RETURNING id, name, id = $1 AS root;
 
 -- name: token_exists
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
 
 -- name: notify_token_revoked
--- Every replica closes the revoked token's open streams at once (app/api/changefeed.py); the
--- payload is the token id. Revocations are rare: the NOTIFY commit lock costs nothing here.
-SELECT pg_notify('aicp_tokens', $1);
+-- Every replica closes the revoked tokens' open streams at once (app/api/changefeed.py); one
+-- notification per token, its id the payload. Revocations are rare: the NOTIFY commit lock
+-- costs nothing here.
+SELECT pg_notify('aicp_tokens', id::text) FROM unnest($1::uuid[]) AS id;
 
 -- ===== section: accelerator bindings =====
 

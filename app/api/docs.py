@@ -21,7 +21,7 @@ _DESCRIPTIONS = {
     401: "unauthorized: missing, malformed, unknown, expired or revoked token",
     403: "forbidden: the token's role is too low (`required_role` names the one needed)",
     404: "not-found: no such resource visible to this token",
-    409: "already-exists, being-deleted or in-use (`referenced_by`)",
+    409: "already-exists, being-deleted, in-use (`referenced_by`) or token-limit-reached (`limit`)",
     410: "resume-expired: the changes after Last-Event-ID are no longer kept, reconnect without "
     "it; created-resource-gone: an Idempotency-Key replay whose resource was deleted since",
     412: "generation-mismatch: If-Match differs (`current_generation`)",

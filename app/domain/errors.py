@@ -19,7 +19,8 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
-    │   └── InUse                               409 in-use             referenced_by
+    │   ├── InUse                               409 in-use             referenced_by
+    │   └── TokenLimitReached                   409 token-limit-reached limit
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
     ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
@@ -216,6 +217,20 @@ class InUse(Conflict):
 
     def extensions(self) -> dict[str, Any]:
         return {"referenced_by": self.referenced_by}
+
+
+class TokenLimitReached(Conflict):
+    """The project has as many live tokens as it may; revoke one first."""
+
+    slug = "token-limit-reached"
+    title = "Token limit reached"
+
+    def __init__(self, limit: int, detail: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(detail)
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
 
 
 class GenerationMismatch(AicpError):

@@ -82,6 +82,13 @@ class Token(msgspec.Struct, kw_only=True):
     expires_at: datetime | None
     revoked_at: datetime | None
     created_by: str
+    minted_by: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="the token that created this one (revoking it revokes this one too); "
+            "null: the platform admin"
+        ),
+    ] = None
 
 
 class TokenList(msgspec.Struct, kw_only=True):

@@ -40,7 +40,7 @@ def project_calls(token_id: str) -> list[Call]:
     return [
         ("GET", P, None),
         ("DELETE", P, None),
-        ("POST", f"{P}/tokens", {"name": "ci", "role": "viewer"}),
+        ("POST", f"{P}/tokens", {"name": "ci", "role": "viewer", "expires_in_days": 1}),
         ("GET", f"{P}/tokens", None),
         ("DELETE", f"{P}/tokens/{token_id}", None),
         ("POST", f"{P}/compute-pools", POOL_BODY),
