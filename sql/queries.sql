@@ -63,16 +63,17 @@ SELECT pg_notify('aicp_work', $1);
 -- One clock reading for both times, so a new row never shows updated_at before created_at.
 WITH clock AS (SELECT clock_timestamp() AS at)
 INSERT INTO projects (id, name, display_name, labels, spec, state_reason, created_by,
-                      created_at, updated_at)
-SELECT $1::uuid, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::text, clock.at, clock.at
+                      created_at, updated_at, limits)
+SELECT $1::uuid, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::text, clock.at, clock.at,
+       $8::jsonb
 FROM clock
 ON CONFLICT (name) DO NOTHING
 RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
-          deletion_requested_at, created_at, updated_at, created_by;
+          deletion_requested_at, created_at, updated_at, created_by, limits;
 
 -- name: project_by_name
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE name = $1;
 
@@ -81,7 +82,7 @@ SELECT id FROM projects WHERE name = $1;
 
 -- name: list_projects
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE (created_at, id) < ($1, $2)
 ORDER BY created_at DESC, id DESC
@@ -90,7 +91,7 @@ LIMIT $3;
 -- name: list_projects_by_id
 -- A project token sees exactly its own project.
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE id = $1 AND (created_at, id) < ($2, $3)
 ORDER BY created_at DESC, id DESC
@@ -106,6 +107,35 @@ SELECT generation FROM projects WHERE id = $1 FOR UPDATE;
 -- request to commit and then re-checks the row, so no child is created in a DELETING project.
 SELECT deletion_requested_at IS NULL AS live FROM projects WHERE id = $1 FOR SHARE;
 
+-- name: lock_project_for_limits
+-- A limits change: FOR NO KEY UPDATE waits for pool creates and quota changes under way (they
+-- hold FOR SHARE, lock_live_project) and makes later ones wait for this transaction.
+SELECT generation, deletion_requested_at IS NULL AS live, spec
+FROM projects WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: set_project_limits
+-- A new generation, so the project's step observes it (it re-applies the namespace).
+UPDATE projects
+SET limits = $2::jsonb, spec = $3::jsonb, generation = generation + 1, updated_at = now()
+WHERE id = $1
+RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
+          deletion_requested_at, created_at, updated_at, created_by, limits;
+
+-- name: project_limits_for_pools
+-- A pool create or quota change, under the project's FOR SHARE lock (lock_live_project).
+SELECT limits FROM projects WHERE id = $1;
+
+-- name: lock_project_quota
+-- Serializes pool creates and quota changes of one project while it has limits: the second
+-- of two at once counts the first's pool. Released at commit.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-quota:' || $1::uuid::text, 0));
+
+-- name: project_pool_quotas
+-- Every pool of the project but $2 (the one being changed; NIL for a new one), those being
+-- deleted too: their ClusterQueues hold quota until they are gone.
+SELECT accelerator_class, spec -> 'quota' AS quota
+FROM compute_pools WHERE project_id = $1 AND id <> $2;
+
 -- name: project_references
 (SELECT 'compute-pool/' || name AS ref FROM compute_pools WHERE project_id = $1
  ORDER BY name LIMIT 20)
@@ -120,7 +150,7 @@ UPDATE projects
 SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
 WHERE id = $1 AND deletion_requested_at IS NULL
 RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
-          deletion_requested_at, created_at, updated_at, created_by;
+          deletion_requested_at, created_at, updated_at, created_by, limits;
 
 -- ===== section: tokens =====
 
@@ -392,7 +422,7 @@ FOR KEY SHARE;
 
 -- name: lock_pool_for_update
 -- Before a quota change: NO KEY UPDATE does not wait for workload creates.
-SELECT id, generation, deletion_requested_at
+SELECT id, generation, deletion_requested_at, accelerator_class
 FROM compute_pools
 WHERE project_id = $1 AND name = $2
 FOR NO KEY UPDATE;

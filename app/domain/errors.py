@@ -10,6 +10,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     AicpError                                   500 internal-error
     ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
     │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
+    │   ├── ExceedsProjectLimit                 422 exceeds-project-limit  project, exceeded
     │   ├── IdempotencyKeyReused                422 idempotency-key-reused
     │   └── UnstorableText                      422 validation-error   (NUL in a value)
     ├── MalformedJson                           400 malformed-json
@@ -20,7 +21,8 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
     │   ├── InUse                               409 in-use             referenced_by
-    │   └── TokenLimitReached                   409 token-limit-reached limit
+    │   ├── TokenLimitReached                   409 token-limit-reached limit
+    │   └── LimitBelowAllocation                409 limit-below-allocation project, exceeded
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
     ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
@@ -131,6 +133,44 @@ class ExceedsPoolCapacity(ValidationFailed):
         }
 
 
+def _exceeded(overruns: list[Any]) -> list[dict[str, str]]:
+    return [
+        {"limit": o.limit, "allowed": o.allowed, "allocated": o.allocated, "requested": o.requested}
+        for o in overruns
+    ]
+
+
+class ExceedsProjectLimit(ValidationFailed):
+    """The project's compute pools together would hold more than its limits allow."""
+
+    slug = "exceeds-project-limit"
+    title = "Compute pool exceeds the project's limits"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        sentences = [
+            f"project {project} may hold {o.limit} {o.allowed} in its pools; its other pools "
+            f"hold {o.allocated} and this pool asks for {o.requested}"
+            for o in overruns
+        ]
+        detail = "; ".join(sentences)
+        super().__init__(
+            [
+                FieldError(f"quota.{o.limit.split('.')[0]}", sentence)
+                for o, sentence in zip(overruns, sentences, strict=True)
+            ],
+            detail[:1].upper() + detail[1:] + ".",
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "project": self.project,
+            "exceeded": _exceeded(self.overruns),
+        }
+
+
 class IdempotencyKeyReused(ValidationFailed):
     """This Idempotency-Key was already used with a different request body."""
 
@@ -231,6 +271,25 @@ class TokenLimitReached(Conflict):
 
     def extensions(self) -> dict[str, Any]:
         return {"limit": self.limit}
+
+
+class LimitBelowAllocation(Conflict):
+    """The project's compute pools already hold more than the new limits allow."""
+
+    slug = "limit-below-allocation"
+    title = "Limit below what the pools hold"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        held = "; ".join(f"{o.limit} {o.allowed} (its pools hold {o.allocated})" for o in overruns)
+        super().__init__(
+            f"Project {project}'s pools hold more than the new limits allow: {held}. Shrink or "
+            "delete pools first, then lower the limits."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"project": self.project, "exceeded": _exceeded(self.overruns)}
 
 
 class GenerationMismatch(AicpError):
