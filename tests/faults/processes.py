@@ -314,6 +314,10 @@ class PgProxy:
         )
         self.port = self._server.sockets[0].getsockname()[1]
 
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
+
     def url_for(self, database_url: str) -> str:
         """`database_url` with the proxy's address instead of the server's."""
         import urllib.parse

@@ -20,28 +20,6 @@ from tests.faults.processes import PgProxy
 from tests.support.waiting import wait_until
 
 
-async def test_an_engine_starting_while_the_database_refuses_waits_for_it(
-    proxy: PgProxy, database_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    db = await Database.connect(proxy.url_for(database_url), size=2)
-    engine = Reconciler(db, EngineConfig("replica-a", proxy.url_for(database_url)))
-    try:
-        await proxy.refuse()
-        starting = asyncio.create_task(engine.start())
-        await wait_until(
-            lambda: "database unavailable" in caplog.text or starting.done(), timeout=10
-        )
-        assert not starting.done()  # refused, and still trying
-        await proxy.start()
-        reopened = time.monotonic()
-        await asyncio.wait_for(starting, 30)
-        assert await engine.readiness() is None
-        assert time.monotonic() - reopened < 5.0
-    finally:
-        await engine.stop(grace=1.0)
-        await db.close()
-
-
 async def test_an_engine_that_cannot_reach_the_database_in_time_fails_its_start(
     proxy: PgProxy, database_url: str
 ) -> None:
@@ -58,10 +36,10 @@ async def test_an_engine_that_cannot_reach_the_database_in_time_fails_its_start(
         await db.close()
 
 
-# --- Every refusal a server answers at connection time ---------------------------------------
-# A replica that starts (or stops), a database closed to connections, a role or server out of
-# connection slots: PostgreSQL answers the startup packet with a FATAL ErrorResponse. Each is
-# "not now", so the start waits for it like for a refused TCP connection. 55000 and 53300 are
+# --- Every refusal, at the TCP level or answered by the server -------------------------------
+# No server listening, or one that answers the startup packet with a FATAL ErrorResponse: a
+# replica that starts (or stops), a database closed to connections, a role or server out of
+# connection slots. Each is "not now", so the start waits for it. 55000 and 53300 are
 # the real server's answers; 57P03 needs a server that is starting or stopping, which a test
 # cannot hold in that state, so the proxy answers it the way PostgreSQL does.
 
@@ -146,6 +124,21 @@ class RoleOutOfConnections(Refusal):
             await self.admin(f"DROP ROLE {self.role}")
 
 
+class ConnectionRefused(Refusal):
+    """No listener at all (the server is down): TCP refuses, and the open connections are cut."""
+
+    async def setup(self) -> str:
+        return self.proxy.url_for(self.database_url)
+
+    async def refuse(self) -> None:
+        await self.proxy.refuse()
+
+    async def accept(self) -> None:
+        if self.proxy.listening:
+            return
+        await self.proxy.start()
+
+
 class ServerStarting(Refusal):
     """57P03: `the database system is starting up` (a replica not yet consistent)."""
 
@@ -168,10 +161,16 @@ class ServerShuttingDown(ServerStarting):
     message = "the database system is shutting down"
 
 
-REFUSALS = [DatabaseClosed, RoleOutOfConnections, ServerStarting, ServerShuttingDown]
+REFUSALS = [
+    ConnectionRefused,
+    DatabaseClosed,
+    RoleOutOfConnections,
+    ServerStarting,
+    ServerShuttingDown,
+]
 
 
-@pytest.fixture(params=REFUSALS, ids=lambda kind: f"{kind.sqlstate}-{kind.__name__}")
+@pytest.fixture(params=REFUSALS, ids=lambda kind: f"{kind.sqlstate or 'tcp'}-{kind.__name__}")
 async def refusal(
     request: pytest.FixtureRequest, pg_server_url: str, database_url: str, proxy: PgProxy
 ) -> AsyncIterator[tuple[Refusal, str]]:
@@ -184,15 +183,18 @@ async def refusal(
 
 
 async def _refused_sqlstate(url: str) -> str | None:
+    """The SQLSTATE a new connection is refused with ("" when TCP refuses it)."""
     try:
         conn = await asyncpg.connect(url, timeout=5)
     except asyncpg.PostgresError as exc:
         return exc.sqlstate
+    except OSError:
+        return ""
     await conn.close()
     return None
 
 
-async def test_an_engine_starting_while_the_server_refuses_with_a_sqlstate_waits_for_it(
+async def test_an_engine_starting_while_the_database_refuses_waits_for_it(
     refusal: tuple[Refusal, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     made, url = refusal
@@ -217,7 +219,7 @@ async def test_an_engine_starting_while_the_server_refuses_with_a_sqlstate_waits
         await db.close()
 
 
-async def test_the_pool_opening_while_the_server_refuses_with_a_sqlstate_waits_for_it(
+async def test_the_pool_opening_while_the_database_refuses_waits_for_it(
     refusal: tuple[Refusal, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     made, url = refusal
