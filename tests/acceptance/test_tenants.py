@@ -1,6 +1,7 @@
 """A project's limits on both clusters: a pool at its limit is reconciled into a ClusterQueue
 that admits work, one past it is refused before anything reaches the cluster, and the limits
-cannot be lowered below what the pools hold."""
+cannot be lowered below what the pools hold; raised, they are a new generation the project's
+step observes."""
 
 from __future__ import annotations
 
@@ -49,3 +50,15 @@ async def test_a_limited_project_runs_work_at_its_limit_and_is_refused_past_it(
     await scenario.submit("fits")
     done = await scenario.wait_state("fits", "SUCCEEDED", "FAILED")
     assert done["status"]["state"] == "SUCCEEDED", done["status"]["reason"]
+
+    raised = await client.patch(project, json={"limits": {"accelerators": {CLASS: 32}}})
+    assert raised.status_code == 202, raised.text
+
+    async def observed() -> bool:
+        body = (await client.get(project)).json()
+        return bool(
+            body["status"]["state"] == "READY"
+            and body["status"]["observed_generation"] == body["generation"] == 2
+        )
+
+    await wait_until(observed, timeout=30, message="project READY at generation 2")
