@@ -9,8 +9,8 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, json_body, problems, success
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
-from app.domain.errors import FieldError, ValidationFailed
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate, ProjectPatch
 from app.domain.validation import check_labels, check_limits, check_name
@@ -55,13 +55,11 @@ async def create_project(
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
-    violations = (
+    raise_violations(
         check_name("name", data.name)
         + check_labels("labels", data.labels)
         + check_limits("limits", data.limits)
     )
-    if violations:
-        raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
     async def create(conn: Connection) -> Created:
         project = await projects.create_project(
@@ -129,9 +127,7 @@ async def patch_project(
     db: DbDep,
     if_match_header: IfMatch = None,
 ) -> Response[Project]:
-    violations = check_limits("limits", data.limits)
-    if violations:
-        raise ValidationFailed([FieldError(field, message) for field, message in violations])
+    raise_violations(check_limits("limits", data.limits))
     ref = caller.require_project()
     expected = expected_generation(request)
     async with db.transaction() as conn:
