@@ -8,6 +8,7 @@ how long events and tombstones are kept (`app.store.retention`; 0 keeps them for
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
+`AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -29,6 +30,7 @@ T = TypeVar("T")
 
 LogFormat = Literal["json", "console"]
 MIN_ADMIN_TOKEN_LENGTH = 16
+DEFAULT_TOKENS_PER_PROJECT = 1000
 
 
 class ConfigError(ValueError):
@@ -136,6 +138,7 @@ class Settings:
     streams_per_token: int = 50
     stream_buffer_bytes: int = 1 << 20
     stream_history_seconds: float = 3600.0
+    tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -239,6 +242,12 @@ class Settings:
                 3600.0,
                 _positive_seconds,
                 "a positive number of seconds",
+            ),
+            tokens_per_project=read(
+                "AICP_TOKENS_PER_PROJECT",
+                DEFAULT_TOKENS_PER_PROJECT,
+                _int_between(1, 1_000_000),
+                "an integer between 1 and 1000000",
             ),
         )
         if not dev_mode:

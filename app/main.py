@@ -138,6 +138,7 @@ class Service:
                 liveness=self.supervisor.liveness,
                 token_cache=self.token_cache,
                 feed=self.feed,
+                tokens_per_project=settings.tokens_per_project,
             )
             self.app = create_app(deps)
             await self._start_http()

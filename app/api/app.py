@@ -35,6 +35,7 @@ from app.api.observe import Observed
 from app.api.paging import Paging
 from app.api.problems import problem_response
 from app.api.validation import MAX_BODY_BYTES
+from app.config import DEFAULT_TOKENS_PER_PROJECT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -67,6 +68,7 @@ class ApiDependencies:
     # None: every request reads its token from the database.
     token_cache: TokenCache | None = None
     feed: ChangeFeed | None = None  # the live streams; None: they answer 404
+    tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT  # live tokens a project may hold
 
 
 def _resource_routes() -> list[Any]:
@@ -130,6 +132,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["liveness"] = deps.liveness
     app.state["kube"] = deps.kube
     app.state["token_cache"] = deps.token_cache
+    app.state[tokens.TOKENS_PER_PROJECT_KEY] = deps.tokens_per_project
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed
     shutdown.install(app)

@@ -32,7 +32,8 @@ Limits. At most `max_streams` open streams per process and `max_per_token` per t
 stream whose unsent frames exceed `buffer_bytes` (its client reads too slowly) is closed; the
 client resumes with `Last-Event-ID`. A revoked token's streams close on the `aicp_tokens`
 notification, and every `token_check_interval` the tokens with open streams are checked again
-(expiry, deletion, a lost notification).
+(expiry, deletion, a lost notification), and so are their projects: the streams of a project
+whose deletion was requested end (a platform admin's stream has no token that would end it).
 """
 
 from __future__ import annotations
@@ -328,6 +329,7 @@ class ChangeFeed:
                 if self._by_project or self._marked:
                     await self._mark()
                 await self._check_tokens()
+                await self._check_projects()
                 if time.monotonic() - last_purge > 60:
                     last_purge = time.monotonic()
                     async with self.db.connection() as conn:
@@ -349,6 +351,19 @@ class ChangeFeed:
                         sub.close("the token expired", dropped=True)
                     elif now - sub.sent_at >= self.config.heartbeat_seconds:
                         sub.heartbeat()
+
+    async def _check_projects(self) -> None:
+        """End the streams of projects whose deletion was requested (or that are gone): a
+        platform admin's stream has no token to lose, and the project will show nothing more."""
+        watched = list(self._by_project)
+        if not watched:
+            return
+        async with self.db.connection() as conn:
+            live = await changes.live_projects(conn, watched)
+        for project_id in set(watched) - live:
+            for sub in list(self._by_project.get(project_id, ())):
+                STREAM_DROPS.labels("project_deleted").inc()
+                sub.close("the project is being deleted")
 
     async def _check_tokens(self) -> None:
         now = time.time()

@@ -9,8 +9,8 @@ from litestar.params import JSONBody, Parameter
 from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
@@ -49,7 +49,7 @@ def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
     "reconciler creates its Kueue ClusterQueue (`status.cluster_queue`) and LocalQueue. The "
     "`accelerator_class` must name an existing accelerator binding (else 422 naming the "
     "field). Honours `Idempotency-Key`.",
-    responses={202: success(PoolResource, "Accepted"), **problems(*WRITE)},
+    responses={202: success(PoolResource, "Accepted"), **problems(*CREATE)},
     tags=["compute-pools"],
 )
 async def create_pool(
@@ -63,10 +63,10 @@ async def create_pool(
     project = caller.require_project()
     lease = CreateLease(request)
 
-    async def create(conn: Connection) -> tuple[PoolResource, str]:
+    async def create(conn: Connection) -> Created:
         pool = await pools.create(conn, project, data, actor=caller.actor, doorbell=False)
         await lease.take(conn, "pool", pool.uid)
-        return pool, pool_location(project.name, pool.name)
+        return Created(pool, pool_location(project.name, pool.name), "pool", pool.uid)
 
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()

@@ -14,8 +14,9 @@ heartbeat comment comes every `heartbeat_seconds` (15) of silence, carrying the 
 client starts again without it. How changes get here: `app.api.changefeed`.
 
 Tenancy and roles are those of every read (any member of the project; another project's
-workload is 404). A stream ends when its token is revoked or expires, when the client reads too
-slowly (it resumes with Last-Event-ID), and when the server shuts down.
+workload is 404). A stream ends when its token is revoked or expires, when its project's
+deletion is requested, when the client reads too slowly (it resumes with Last-Event-ID), and
+when the server shuts down.
 """
 
 from __future__ import annotations
@@ -57,11 +58,14 @@ def feed_of(request: Request[Any, Any, Any]) -> ChangeFeed:
 
 
 def resume_point(raw: str | None) -> int | None:
-    """The `Last-Event-ID` header as a change number (422 when it is not one)."""
+    """The `Last-Event-ID` header as a change number (422 when it is not one).
+
+    ASCII digits only: `str.isdigit` alone also accepts superscripts and other digits that
+    `int` refuses."""
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise ValidationFailed(
             [FieldError("Last-Event-ID", "must be the id of an event this stream sent")]
         )

@@ -10,6 +10,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     AicpError                                   500 internal-error
     ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
     │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
+    │   ├── ExceedsProjectLimit                 422 exceeds-project-limit  project, exceeded
     │   ├── IdempotencyKeyReused                422 idempotency-key-reused
     │   └── UnstorableText                      422 validation-error   (NUL in a value)
     ├── MalformedJson                           400 malformed-json
@@ -19,8 +20,11 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
-    │   └── InUse                               409 in-use             referenced_by
+    │   ├── InUse                               409 in-use             referenced_by
+    │   ├── TokenLimitReached                   409 token-limit-reached limit
+    │   └── LimitBelowAllocation                409 limit-below-allocation project, exceeded
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
+    ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
     ├── PayloadTooLarge                         413 payload-too-large
     ├── UnsupportedMediaType                    415 unsupported-media-type
@@ -129,6 +133,44 @@ class ExceedsPoolCapacity(ValidationFailed):
         }
 
 
+def _exceeded(overruns: list[Any]) -> list[dict[str, str]]:
+    return [
+        {"limit": o.limit, "allowed": o.allowed, "allocated": o.allocated, "requested": o.requested}
+        for o in overruns
+    ]
+
+
+class ExceedsProjectLimit(ValidationFailed):
+    """The project's compute pools together would hold more than its limits allow."""
+
+    slug = "exceeds-project-limit"
+    title = "Compute pool exceeds the project's limits"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        sentences = [
+            f"project {project} may hold {o.limit} {o.allowed} in its pools; its other pools "
+            f"hold {o.allocated} and this pool asks for {o.requested}"
+            for o in overruns
+        ]
+        detail = "; ".join(sentences)
+        super().__init__(
+            [
+                FieldError(f"quota.{o.limit.split('.')[0]}", sentence)
+                for o, sentence in zip(overruns, sentences, strict=True)
+            ],
+            detail[:1].upper() + detail[1:] + ".",
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "project": self.project,
+            "exceeded": _exceeded(self.overruns),
+        }
+
+
 class IdempotencyKeyReused(ValidationFailed):
     """This Idempotency-Key was already used with a different request body."""
 
@@ -217,6 +259,39 @@ class InUse(Conflict):
         return {"referenced_by": self.referenced_by}
 
 
+class TokenLimitReached(Conflict):
+    """The project has as many live tokens as it may; revoke one first."""
+
+    slug = "token-limit-reached"
+    title = "Token limit reached"
+
+    def __init__(self, limit: int, detail: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(detail)
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+class LimitBelowAllocation(Conflict):
+    """The project's compute pools already hold more than the new limits allow."""
+
+    slug = "limit-below-allocation"
+    title = "Limit below what the pools hold"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        held = "; ".join(f"{o.limit} {o.allowed} (its pools hold {o.allocated})" for o in overruns)
+        super().__init__(
+            f"Project {project}'s pools hold more than the new limits allow: {held}. Shrink or "
+            "delete pools first, then lower the limits."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"project": self.project, "exceeded": _exceeded(self.overruns)}
+
+
 class GenerationMismatch(AicpError):
     """The resource changed since you read it (If-Match does not match its generation)."""
 
@@ -257,6 +332,15 @@ class ResumeExpired(AicpError):
     slug = "resume-expired"
     status = 410
     title = "Stream history expired"
+
+
+class CreatedResourceGone(AicpError):
+    """The resource this Idempotency-Key created has since been deleted; send the request with
+    a new Idempotency-Key to create it again."""
+
+    slug = "created-resource-gone"
+    status = 410
+    title = "Created resource gone"
 
 
 class TooManyStreams(AicpError):

@@ -70,12 +70,40 @@ class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defau
     """Base of every request body: unknown fields are an error."""
 
 
+PoolAccelerators = Annotated[int, msgspec.Meta(ge=0, le=100_000)]
+
+
+class ProjectLimits(_Body):
+    """Ceilings on what a project's compute pools may hold together, set by the platform admin.
+
+    Each one that is null (or absent) is no ceiling. `accelerators` maps accelerator classes to
+    the most accelerators of that class the project's pools may hold; once it is set, a class
+    it does not name may have none. `cpu` and `memory` bound the sum of the pools' quotas."""
+
+    accelerators: (
+        Annotated[
+            dict[AcceleratorClass, PoolAccelerators],
+            msgspec.Meta(max_length=64, examples=[{"h100-80g": 16}]),
+        ]
+        | None
+    ) = None
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
 class ProjectCreate(_Body):
     """A new project (tenant); its workloads will run in namespace `aicp-<name>`."""
 
     name: ProjectName
     display_name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     labels: dict[str, str] = {}
+    limits: ProjectLimits | None = None
+
+
+class ProjectPatch(_Body):
+    """New limits for a project (a new generation); null removes every ceiling."""
+
+    limits: ProjectLimits | None
 
 
 class TokenCreate(_Body):
@@ -112,7 +140,7 @@ class BindingPut(_Body):
 class Quota(_Body):
     """A pool's quota: accelerators of its class, plus cpu and memory (Kubernetes quantities)."""
 
-    accelerators: Annotated[int, msgspec.Meta(ge=0, le=100_000)]
+    accelerators: PoolAccelerators
     cpu: Quantity
     memory: Quantity
 

@@ -27,6 +27,7 @@ from app.domain.specs import (
     PoolCreate,
     PoolPatch,
     ProjectCreate,
+    ProjectLimits,
     Quota,
     Toleration,
     WorkloadSpec,
@@ -275,6 +276,18 @@ def check_quota(field: str, quota: Quota) -> list[Violation]:
         *check_cpu(f"{field}.cpu", quota.cpu, allow_zero=True),
         *check_memory(f"{field}.memory", quota.memory, allow_zero=True),
     ]
+
+
+def check_limits(field: str, limits: ProjectLimits | None) -> list[Violation]:
+    """A project's limits: accelerator classes are names, cpu and memory quantities."""
+    if limits is None:
+        return []
+    found: list[Violation] = []
+    if limits.cpu is not None:
+        found += check_cpu(f"{field}.cpu", limits.cpu, allow_zero=True)
+    if limits.memory is not None:
+        found += check_memory(f"{field}.memory", limits.memory, allow_zero=True)
+    return found
 
 
 def check_pool_create(body: PoolCreate) -> list[Violation]:

@@ -52,7 +52,8 @@ STREAM_EVENTS = Counter(
 STREAM_DROPS = Counter(
     "aicp_stream_drops_total",
     "Streams refused or closed by the server, by reason (limit: 429 at open; slow: the client "
-    "fell too far behind; revoked: its token stopped authenticating).",
+    "fell too far behind; revoked: its token stopped authenticating; project_deleted: its "
+    "project is being deleted).",
     ["reason"],
     registry=REGISTRY,
 )

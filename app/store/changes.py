@@ -113,6 +113,12 @@ async def unmark_all(conn: Connection, replica: str) -> None:
     await conn.execute(QUERIES["stream_interest_drop"], replica)
 
 
+async def live_projects(conn: Connection, project_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of `project_ids` still exist and are not being deleted."""
+    rows = await conn.fetch(QUERIES["projects_still_live"], project_ids)
+    return {r["id"] for r in rows}
+
+
 async def valid_tokens(conn: Connection, token_ids: list[uuid.UUID]) -> set[uuid.UUID]:
     """Which of `token_ids` still authenticate (not revoked, not expired, not deleted)."""
     rows = await conn.fetch(QUERIES["tokens_still_valid"], token_ids)

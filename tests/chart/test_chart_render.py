@@ -138,6 +138,7 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_DB_POOL_SIZE": "10",
         "AICP_KUBE_WRITE_QPS": "50",
         "AICP_KUBE_WRITE_BURST": "100",
+        "AICP_TOKENS_PER_PROJECT": "1000",
     }
     assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
 
