@@ -8,6 +8,8 @@ how long events and tombstones are kept (`app.store.retention`; 0 keeps them for
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
+`AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
+(`app.api.http_limits.HttpLimits`).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -136,6 +138,12 @@ class Settings:
     streams_per_token: int = 50
     stream_buffer_bytes: int = 1 << 20
     stream_history_seconds: float = 3600.0
+    http_max_head_bytes: int = 65536
+    http_max_request_line_bytes: int = 8192
+    http_max_headers: int = 100
+    http_head_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 30.0
+    http_max_connections: int = 4096
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -239,6 +247,42 @@ class Settings:
                 3600.0,
                 _positive_seconds,
                 "a positive number of seconds",
+            ),
+            http_max_head_bytes=read(
+                "AICP_HTTP_MAX_HEAD_BYTES",
+                65536,
+                _int_between(1024, 1 << 24),
+                "a number of bytes between 1024 and 16777216",
+            ),
+            http_max_request_line_bytes=read(
+                "AICP_HTTP_MAX_REQUEST_LINE_BYTES",
+                8192,
+                _int_between(256, 1 << 24),
+                "a number of bytes between 256 and 16777216",
+            ),
+            http_max_headers=read(
+                "AICP_HTTP_MAX_HEADERS",
+                100,
+                _int_between(8, 10_000),
+                "an integer between 8 and 10000",
+            ),
+            http_head_timeout_seconds=read(
+                "AICP_HTTP_HEAD_TIMEOUT_SECONDS",
+                10.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_body_timeout_seconds=read(
+                "AICP_HTTP_BODY_TIMEOUT_SECONDS",
+                30.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_max_connections=read(
+                "AICP_HTTP_MAX_CONNECTIONS",
+                4096,
+                _int_between(1, 1_000_000),
+                "an integer from 1",
             ),
         )
         if not dev_mode:
