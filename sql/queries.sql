@@ -407,14 +407,15 @@ SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
 -- name: list_workloads
 -- One statement per filter combination, each walking the index in list order on exactly the
 -- columns it filters (0004): a generic plan of one statement with optional filters could not.
-SELECT * FROM workloads
+-- `row_bytes` (the row's text size) lets a page of large specs stop early (app.store.paging).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND (created_at, id) < ($2, $3::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- name: list_workloads_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1 AND state = $2
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
@@ -425,14 +426,14 @@ SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
 
 -- name: list_workloads_in_pool
 -- $2 the pool's id (resolved from its name in the project beforehand).
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $5;
 
 -- name: list_workloads_in_pool_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1 AND state = $3
   AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
