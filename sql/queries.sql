@@ -489,12 +489,21 @@ SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
 
 -- name: changes_of_project
 -- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
--- oldest first, $4 at most.
-SELECT * FROM workload_changes
+-- oldest first, $4 at most; `row_bytes` sizes the next read (app.api.watches).
+SELECT c.*, octet_length(c::text) AS row_bytes FROM workload_changes c
 WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
   AND ($5::text IS NULL OR name = $5)
 ORDER BY change_id
 LIMIT $4;
+
+-- name: changes_count_of_project
+-- How many changes a resume would replay (those of changes_of_project), counted up to $4.
+SELECT count(*) FROM (
+    SELECT 1 FROM workload_changes
+    WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+      AND ($5::text IS NULL OR name = $5)
+    LIMIT $4
+) replayed;
 
 -- name: changes_purge
 -- Forget changes older than $1 seconds: everything before the first one that is younger (a
@@ -509,8 +518,8 @@ WHERE change_id < coalesce(
 -- name: workloads_watched
 -- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
 -- pool $4), each with its newest change number (`change_id`). Oldest first, a page of $7 after
--- ($5, $6).
-SELECT * FROM workloads
+-- ($5, $6); `row_bytes` sizes the next read (app.api.watches).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)

@@ -66,7 +66,7 @@ async def fetch_page(
     position = after
     while True:
         room = limit - len(rows)
-        step = room if bound is None else _chunk(room, bound.bytes - size, size, len(rows))
+        step = room if bound is None else chunk_rows(room, bound.bytes - size, size, len(rows))
         if position is None:
             cursor_time, cursor_id = FIRST_PAGE_TIME, first_id
         else:
@@ -83,8 +83,9 @@ async def fetch_page(
         position = _position(rows[-1], key)
 
 
-def _chunk(room: int, bytes_left: int, size: int, count: int) -> int:
-    """How many rows to read next: what `bytes_left` holds at the average row size so far."""
+def chunk_rows(room: int, bytes_left: int, size: int, count: int) -> int:
+    """How many rows to read next (`room` at most): what `bytes_left` holds at the average size
+    of the `count` rows read so far (`size` bytes together); `FIRST_CHUNK_ROWS` at first."""
     if count == 0:
         return min(room, FIRST_CHUNK_ROWS)
     return max(1, min(room, bytes_left * count // max(size, 1)))
