@@ -49,9 +49,11 @@ class Stack:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _start(
+    argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO
+) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
@@ -76,16 +78,22 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
+async def e2e_stack(
+    admin_url: str, *, aicp_repo: Path = REPO, **aicp_env: str
+) -> AsyncIterator[Stack]:
+    """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
+    commit's, to compare), with this interpreter."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env) as stack,
+        _processes(database_url, aicp_env, aicp_repo) as stack,
     ):
         yield stack
 
 
 @contextlib.asynccontextmanager
-async def _processes(database_url: str, aicp_env: dict[str, str]) -> AsyncIterator[Stack]:
+async def _processes(
+    database_url: str, aicp_env: dict[str, str], aicp_repo: Path
+) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
@@ -120,7 +128,9 @@ async def _processes(database_url: str, aicp_env: dict[str, str]) -> AsyncIterat
                 "AICP_LOG_FORMAT": "console",
                 **aicp_env,
             }
-            aicp = _start([sys.executable, "-m", "app", "serve"], env, directory / "aicp.log")
+            aicp = _start(
+                [sys.executable, "-m", "app", "serve"], env, directory / "aicp.log", aicp_repo
+            )
             processes.insert(0, aicp)
             line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
             aicp_url = line.rsplit(" ", 1)[1].strip()

@@ -8,6 +8,7 @@ status the server answered with, and when it closed the connection.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import selectors
 import socket
@@ -63,7 +64,7 @@ def converse(
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ | selectors.EVENT_WRITE)
     source: Iterator[bytes] = iter(chunks)
-    pending = b""
+    pending = memoryview(b"")
     sending = True
     next_send = started
     received = bytearray()
@@ -89,7 +90,7 @@ def converse(
                         return Outcome(bytes(received), None, reset)
                 if ready & selectors.EVENT_WRITE and sending:
                     if not pending:
-                        pending = next(source, b"")
+                        pending = memoryview(next(source, b""))
                         if not pending:
                             sending = False
                             continue
@@ -115,7 +116,7 @@ def request_head(target: str = "/readyz", headers: Iterable[tuple[str, str]] = (
 def huge_header(address: Address, size: int, deadline: float = 30.0) -> Outcome:
     """One header field of `size` bytes, sent as fast as the server reads it."""
     start = b"GET /readyz HTTP/1.1\r\nHost: aicp\r\nX-Filler: "
-    body = (b"a" * CHUNK for _ in range(size // CHUNK))
+    body = itertools.chain(itertools.repeat(b"a" * CHUNK, size // CHUNK), [b"a" * (size % CHUNK)])
     return converse(address, itertools.chain([start], body, [b"\r\n\r\n"]), deadline=deadline)
 
 
@@ -126,8 +127,9 @@ def many_headers(address: Address, count: int) -> Outcome:
 
 def long_request_line(address: Address, size: int, deadline: float = 30.0) -> Outcome:
     """A request line of about `size` bytes (its path), never ended when `size` is large."""
-    path = b"/" + b"a" * size
-    return converse(address, [b"GET ", path, b" HTTP/1.1\r\nHost: aicp\r\n\r\n"], deadline=deadline)
+    path = itertools.chain(itertools.repeat(b"a" * CHUNK, size // CHUNK), [b"a" * (size % CHUNK)])
+    end = b" HTTP/1.1\r\nHost: aicp\r\n\r\n"
+    return converse(address, itertools.chain([b"GET /"], path, [end]), deadline=deadline)
 
 
 def dribbled_head(address: Address, pause: float, deadline: float = 30.0) -> Outcome:
@@ -159,3 +161,76 @@ def silent(address: Address, deadline: float = 30.0) -> Outcome:
 def pipelined(address: Address, count: int, target: str = "/healthz") -> Outcome:
     """`count` requests in one write; waits for their `count` answers."""
     return converse(address, [request_head(target) * count], until_responses=count)
+
+
+@dataclass(frozen=True)
+class SwarmOutcome:
+    """What `count` connections of a swarm noticed."""
+
+    statuses: dict[int | None, int]  # first status answered → connections (None: no answer)
+    closed_after: list[float]  # of each connection the server closed, seconds after opening
+    still_open: int  # connections the server left open until the end
+
+    @property
+    def worst_close(self) -> float | None:
+        return max(self.closed_after, default=None)
+
+
+def swarm(
+    address: Address,
+    count: int,
+    duration: float,
+    *,
+    opening: bytes = b"",
+    dribble: bytes = b"",
+    pause: float = 1.0,
+) -> SwarmOutcome:
+    """Open `count` connections, send `opening` on each, then `dribble` every `pause` s, for
+    `duration` s (one thread, one selector); report what each one got back and when it closed."""
+    selector = selectors.DefaultSelector()
+    started: dict[socket.socket, float] = {}
+    received: dict[socket.socket, bytearray] = {}
+    closed: list[float] = []
+    for _ in range(count):
+        sock = socket.create_connection(address)
+        if opening:
+            sock.sendall(opening)
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+        started[sock] = time.monotonic()
+        received[sock] = bytearray()
+    end = time.monotonic() + duration
+    next_dribble = time.monotonic() + pause
+    try:
+        while (now := time.monotonic()) < end and len(closed) < count:
+            if dribble and now >= next_dribble:
+                for sock in list(started):
+                    if sock.fileno() >= 0:
+                        with contextlib.suppress(OSError):
+                            sock.send(dribble)
+                next_dribble = now + pause
+            for key, _ in selector.select(min(0.05, max(0.0, next_dribble - now))):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    data = sock.recv(CHUNK)
+                except OSError:
+                    data = b""
+                if data:
+                    received[sock] += data
+                    continue
+                closed.append(time.monotonic() - started[sock])
+                selector.unregister(sock)
+                sock.close()
+    finally:
+        still_open = 0
+        for sock in started:
+            if sock.fileno() >= 0:
+                still_open += 1
+                sock.close()
+        selector.close()
+    statuses: dict[int | None, int] = {}
+    for data in received.values():
+        status = Outcome(bytes(data), None, False).status
+        statuses[status] = statuses.get(status, 0) + 1
+    return SwarmOutcome(statuses, closed, still_open)

@@ -1,8 +1,9 @@
 """How regularly a replica renews its leases, and how fast it answers, seen from outside.
 
 `Cadence` polls the `leases` rows of one owner over its own database connection: each renewal
-sets `expires_at` to the database's `now() + ttl`, so the gaps between the distinct expiries
-seen are the gaps between renewals as PostgreSQL saw them, whatever the poller's own delays.
+sets `expires_at` to the database's `now() + ttl`, so the distinct expiries seen, less the TTL,
+are the renewals as PostgreSQL saw them, whatever the poller's own delays. The gap still open
+at the last poll counts too: a replica whose leases lapsed renews nothing any more.
 `Readiness` times `GET /readyz` in a loop.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -20,19 +22,22 @@ import httpx
 
 @dataclass
 class Cadence:
-    """Renewal instants of `owner`'s leases (after `start`), and the widest gap between them."""
+    """Renewal instants of `owner`'s leases (database clock), and the widest gap between them."""
 
-    expiries: list[float] = field(default_factory=list)
+    ttl: float
+    renewals: list[float] = field(default_factory=list)
+    last_poll: float = 0.0  # the database's clock at the latest poll
     lapsed: int = 0  # polls that saw none of the owner's leases live
 
     @property
     def worst_gap(self) -> float:
-        gaps = [b - a for a, b in zip(self.expiries, self.expiries[1:], strict=False)]
-        return max(gaps, default=0.0)
+        """The longest time without a renewal, up to the latest poll."""
+        instants = [*self.renewals, max(self.last_poll, *self.renewals[-1:])]
+        return max((b - a for a, b in itertools.pairwise(instants)), default=0.0)
 
     def reset(self) -> None:
         """Forget what was seen, but the latest renewal (the next gap is counted from it)."""
-        self.expiries[:] = self.expiries[-1:]
+        self.renewals[:] = self.renewals[-1:]
         self.lapsed = 0
 
 
@@ -54,23 +59,28 @@ class Readiness:
 
 @contextlib.asynccontextmanager
 async def watch_cadence(
-    database_url: str, owner: str, interval: float = 0.05
+    database_url: str, owner: str, ttl: float, interval: float = 0.05
 ) -> AsyncIterator[Cadence]:
-    """Poll `owner`'s newest lease expiry every `interval` s while the block runs."""
-    cadence = Cadence()
+    """Poll `owner`'s newest lease expiry every `interval` s while the block runs; `ttl` is
+    the owner's lease TTL."""
+    cadence = Cadence(ttl)
     conn = await asyncpg.connect(database_url)
 
     async def poll() -> None:
         while True:
             row = await conn.fetchrow(
                 "SELECT extract(epoch FROM max(expires_at))::float8 AS newest,"
-                " bool_or(expires_at > now()) AS live FROM leases WHERE owner = $1",
+                " extract(epoch FROM now())::float8 AS now,"
+                " coalesce(bool_or(expires_at > now()), false) AS live"
+                " FROM leases WHERE owner = $1",
                 owner,
             )
-            newest = row["newest"] if row is not None else None
-            if newest is not None and (not cadence.expiries or newest > cadence.expiries[-1]):
-                cadence.expiries.append(newest)
-            if row is None or not row["live"]:
+            assert row is not None  # an aggregate always has its row
+            cadence.last_poll = row["now"]
+            renewed = None if row["newest"] is None else row["newest"] - ttl
+            if renewed is not None and (not cadence.renewals or renewed > cadence.renewals[-1]):
+                cadence.renewals.append(renewed)
+            if not row["live"]:
                 cadence.lapsed += 1
             await asyncio.sleep(interval)
 
