@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ class Stack:
     headers: dict[str, str]
     aicp_pid: int
     kubesim_pid: int
+    #: Stops aicp (SIGTERM) and starts it again on the same port; sets `aicp_pid`.
+    restart_aicp: Callable[[], Awaitable[None]] | None = None
 
     def cpu_seconds(self, pid: int) -> float:
         """User + system CPU time a process has used so far (Linux `/proc`)."""
@@ -136,19 +138,40 @@ async def _processes(
             aicp_url = line.rsplit(" ", 1)[1].strip()
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
             stack = Stack(aicp_url, kubesim_url, database_url, headers, aicp.pid, kubesim.pid)
-            async with httpx.AsyncClient(base_url=aicp_url) as client:
-                for _ in range(200):
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                    await asyncio.sleep(0.05)
-                else:
-                    raise SystemExit("aicp did not become ready")
+            await _wait_ready(aicp_url)
+
+            async def restart() -> None:
+                _stop(processes.pop(0))
+                port = aicp_url.rsplit(":", 1)[1]
+                log = directory / "aicp-restarted.log"
+                again = _start(
+                    [sys.executable, "-m", "app", "serve"],
+                    {**env, "AICP_HTTP_PORT": port},
+                    log,
+                    aicp_repo,
+                )
+                processes.insert(0, again)
+                await _wait_for_line(log, "serving on", again)
+                stack.aicp_pid = again.pid
+                await _wait_ready(aicp_url)
+
+            stack.restart_aicp = restart
             yield stack
             for process in processes:
                 _stop(process)
     finally:
         for process in processes:
             _stop(process)
+
+
+async def _wait_ready(url: str, timeout: float = 120.0) -> None:
+    async with httpx.AsyncClient(base_url=url) as client:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            if (await client.get("/readyz")).status_code == 200:
+                return
+            await asyncio.sleep(0.05)
+    raise SystemExit("aicp did not become ready")
 
 
 async def setup_pool(client: httpx.AsyncClient, accelerators: int = 16) -> None:

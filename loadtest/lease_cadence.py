@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import asyncpg
 import httpx
@@ -58,6 +59,18 @@ class Readiness:
 
 
 @contextlib.asynccontextmanager
+async def in_background(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """Run `work` (a loop) as a task while the block runs; cancel it after."""
+    task = asyncio.create_task(work)
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@contextlib.asynccontextmanager
 async def watch_cadence(
     database_url: str, owner: str, ttl: float, interval: float = 0.05
 ) -> AsyncIterator[Cadence]:
@@ -84,13 +97,10 @@ async def watch_cadence(
                 cadence.lapsed += 1
             await asyncio.sleep(interval)
 
-    task = asyncio.create_task(poll())
     try:
-        yield cadence
+        async with in_background(poll()):
+            yield cadence
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         await conn.close()
 
 
@@ -111,11 +121,5 @@ async def watch_readiness(url: str, interval: float = 0.1) -> AsyncIterator[Read
             readiness.failures += not ok
             await asyncio.sleep(interval)
 
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        task = asyncio.create_task(probe(client))
-        try:
-            yield readiness
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client, in_background(probe(client)):
+        yield readiness
