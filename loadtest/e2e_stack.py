@@ -59,7 +59,7 @@ def _start(
 
 
 async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
-    for _ in range(600):
+    for _ in range(2400):
         for line in log.read_text(errors="replace").splitlines():
             if needle in line:
                 return line
