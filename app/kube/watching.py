@@ -43,6 +43,7 @@ import aiohttp
 from app.domain.kube_objects import Key, Manifest, key_of, resource_version_of, slimmed
 from app.kube.cache import ObjectCache
 from app.kube.errors import Gone, KubeError, TooManyRequests, Unavailable, from_status, translated
+from app.kube.memory import release_freed_memory
 from app.kube.metrics import INFORMER_SYNCED, WATCH_EVENTS, WATCH_RESTARTS
 from app.kube.resources import Resource, request_json
 
@@ -259,6 +260,8 @@ class Informer:
             elif resource_version_of(old) != resource_version_of(obj):
                 self._notify("MODIFIED", obj)
         self.resource_version = version
+        listed.clear()
+        release_freed_memory()  # what the pages held beyond the slimmed objects
         self._progress()
         if not self.synced.is_set():
             self.synced.set()
