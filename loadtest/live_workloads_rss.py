@@ -108,9 +108,9 @@ async def lists_at_once(stack: Stack, client: httpx.AsyncClient, count: int) -> 
 
 
 async def replay(stack: Stack, client: httpx.AsyncClient, conn: asyncpg.Connection, n: int) -> None:
-    """A list watch resumed about `n` changes back, read to its `n`th event (a margin under
-    the 1,000-change limit leaves room for changes committed meanwhile)."""
-    n -= 20
+    """A list watch resumed about `n` changes back, read to its `n`th event (a margin of 100
+    under the 1,000-change limit leaves room for changes committed meanwhile)."""
+    n -= 100
     resume = await conn.fetchval(
         "SELECT change_id FROM workload_changes ORDER BY change_id DESC OFFSET $1 LIMIT 1", n
     )
@@ -121,8 +121,9 @@ async def replay(stack: Stack, client: httpx.AsyncClient, conn: asyncpg.Connecti
         peak_rss(stack.aicp_pid) as peak,
         client.stream("GET", WORKLOADS, params={"watch": "true"}, headers=headers) as response,
     ):
-        if response.status_code != 200:
-            raise SystemExit(f"replay: {response.status_code} {await response.aread()!r}")
+        if response.status_code != 200:  # e.g. 410: too many changes committed meanwhile
+            print(f"replay: {response.status_code} {await response.aread()!r}", flush=True)
+            return
         async for line in response.aiter_lines():
             seen += line.startswith("event:")
             if seen >= n:
