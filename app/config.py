@@ -9,6 +9,8 @@ how long events and tombstones are kept (`app.store.retention`; 0 keeps them for
 (`app.store.token_cache`; 0: every request reads its token from the database).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
 `AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
+`AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
+(`app.api.http_limits.HttpLimits`).
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -139,6 +141,12 @@ class Settings:
     stream_buffer_bytes: int = 1 << 20
     stream_history_seconds: float = 3600.0
     tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT
+    http_max_head_bytes: int = 65536
+    http_max_request_line_bytes: int = 8192
+    http_max_headers: int = 100
+    http_head_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 30.0
+    http_max_connections: int = 4096
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -248,6 +256,42 @@ class Settings:
                 DEFAULT_TOKENS_PER_PROJECT,
                 _int_between(1, 1_000_000),
                 "an integer between 1 and 1000000",
+            ),
+            http_max_head_bytes=read(
+                "AICP_HTTP_MAX_HEAD_BYTES",
+                65536,
+                _int_between(1024, 1 << 24),
+                "a number of bytes between 1024 and 16777216",
+            ),
+            http_max_request_line_bytes=read(
+                "AICP_HTTP_MAX_REQUEST_LINE_BYTES",
+                8192,
+                _int_between(256, 1 << 24),
+                "a number of bytes between 256 and 16777216",
+            ),
+            http_max_headers=read(
+                "AICP_HTTP_MAX_HEADERS",
+                100,
+                _int_between(8, 10_000),
+                "an integer between 8 and 10000",
+            ),
+            http_head_timeout_seconds=read(
+                "AICP_HTTP_HEAD_TIMEOUT_SECONDS",
+                10.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_body_timeout_seconds=read(
+                "AICP_HTTP_BODY_TIMEOUT_SECONDS",
+                30.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_max_connections=read(
+                "AICP_HTTP_MAX_CONNECTIONS",
+                4096,
+                _int_between(1, 1_000_000),
+                "an integer from 1",
             ),
         )
         if not dev_mode:

@@ -33,6 +33,7 @@ import uvicorn
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.api.changefeed import ChangeFeed, FeedConfig
+from app.api.http_limits import HttpLimits, limited_protocol
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import changes, idempotency, retention
 from app.store.db import Database
@@ -326,9 +327,18 @@ class Service:
 
     async def _start_http(self) -> None:
         assert self.app is not None
+        settings = self.settings
+        limits = HttpLimits(
+            max_head_bytes=settings.http_max_head_bytes,
+            max_request_line_bytes=settings.http_max_request_line_bytes,
+            max_headers=settings.http_max_headers,
+            head_timeout_seconds=settings.http_head_timeout_seconds,
+            body_timeout_seconds=settings.http_body_timeout_seconds,
+            max_connections=settings.http_max_connections,
+        )
         config = uvicorn.Config(
             asgi_app(self.app),
-            http="httptools",
+            http=limited_protocol(limits),
             loop="none",
             lifespan="off",
             log_config=None,

@@ -473,14 +473,15 @@ SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
 -- name: list_workloads
 -- One statement per filter combination, each walking the index in list order on exactly the
 -- columns it filters (0004): a generic plan of one statement with optional filters could not.
-SELECT * FROM workloads
+-- `row_bytes` (the row's text size) lets a page of large specs stop early (app.store.paging).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND (created_at, id) < ($2, $3::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- name: list_workloads_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1 AND state = $2
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
@@ -491,14 +492,14 @@ SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
 
 -- name: list_workloads_in_pool
 -- $2 the pool's id (resolved from its name in the project beforehand).
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $5;
 
 -- name: list_workloads_in_pool_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1 AND state = $3
   AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
@@ -554,12 +555,21 @@ SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
 
 -- name: changes_of_project
 -- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
--- oldest first, $4 at most.
-SELECT * FROM workload_changes
+-- oldest first, $4 at most; `row_bytes` sizes the next read (app.api.watches).
+SELECT c.*, octet_length(c::text) AS row_bytes FROM workload_changes c
 WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
   AND ($5::text IS NULL OR name = $5)
 ORDER BY change_id
 LIMIT $4;
+
+-- name: changes_count_of_project
+-- How many changes a resume would replay (those of changes_of_project), counted up to $4.
+SELECT count(*) FROM (
+    SELECT 1 FROM workload_changes
+    WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+      AND ($5::text IS NULL OR name = $5)
+    LIMIT $4
+) replayed;
 
 -- name: changes_purge
 -- Forget changes older than $1 seconds: everything before the first one that is younger (a
@@ -574,8 +584,8 @@ WHERE change_id < coalesce(
 -- name: workloads_watched
 -- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
 -- pool $4), each with its newest change number (`change_id`). Oldest first, a page of $7 after
--- ($5, $6).
-SELECT * FROM workloads
+-- ($5, $6); `row_bytes` sizes the next read (app.api.watches).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)

@@ -98,6 +98,27 @@ async def test_resuming_with_last_event_id_misses_nothing_and_repeats_nothing(
         assert (await resumed.next()).state == "SUCCEEDED"
 
 
+async def test_a_resume_over_many_large_changes_replays_each_once_in_order(
+    api: Api, sql: asyncpg.Connection
+) -> None:
+    await project_with_pool(api)
+    big = {f"BLOB_{i}": "x" * 32000 for i in range(7)}  # near the 256 KiB body limit
+    async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
+        await create_workload(api, "w0", accelerators=0, env=big)
+        last = (await stream.next()).id
+    names = [f"w{i}" for i in range(1, 25)]
+    for name in names:
+        await create_workload(api, name, accelerators=0, env=big)
+    async with open_stream(
+        api.client, WORKLOADS, params={"watch": "true"}, last_event_id=last
+    ) as resumed:
+        replayed = [await resumed.next() for _ in names]
+        assert [(e.type, e.object["name"]) for e in replayed] == [("ADDED", n) for n in names]
+        assert replayed[-1].object["spec"]["env"] == big
+        await observe(sql, "w0", "RUNNING")
+        assert (await resumed.next()).object["name"] == "w0"  # then live
+
+
 async def test_a_list_watch_follows_the_filters_and_new_workloads(
     api: Api, sql: asyncpg.Connection
 ) -> None:
