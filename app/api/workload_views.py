@@ -10,7 +10,8 @@ current generation that are not stored as such.
   `since_seconds=S` keeps only lines newer than S seconds (as the kubelet keeps them);
   `replica=N` shows only the N-th pod (0-based, pods in name order). `follow=true` streams
   instead: the same lines first, then each line as the container prints it, ending when every
-  followed container has ended (pods not started yet are 404 until one starts).
+  followed container has ended (pods not started yet are 404 until one starts). Follows are
+  counted per replica, token and project (app/api/follows.py): 429 beyond a limit.
 - `/manifest` is the Job for the current generation exactly as aicp applies it when creating
   it: `render_job` over the stored row, so it never depends on the cluster.
 
@@ -30,6 +31,8 @@ from litestar.response import Stream
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
+from app.api.follows import STATE_KEY as FOLLOWS_KEY
+from app.api.follows import Follows, OpenFollow
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.kube_objects import Manifest
@@ -171,6 +174,18 @@ async def _followed(
                 await task
 
 
+async def _counted(
+    follows: Follows | None, held: OpenFollow | None, lines: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
+    """`lines`, giving the follow's place back when the stream ends however it ends."""
+    try:
+        async for line in lines:
+            yield line
+    finally:
+        if follows is not None and held is not None:
+            follows.close(held)
+
+
 @get(
     ONE + "/logs",
     summary="Logs of the current generation's pods",
@@ -222,8 +237,10 @@ async def get_logs(
                 f"No pod of workload {name!r} has started yet (state {row.state}); follow "
                 "its logs once it runs."
             )
+        follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
+        held = None if follows is None else follows.open_follow(caller.actor, row.project_id)
         return Stream(
-            _followed(kube, namespace, started, tail, since_seconds),
+            _counted(follows, held, _followed(kube, namespace, started, tail, since_seconds)),
             media_type="text/plain; charset=utf-8",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
