@@ -85,7 +85,7 @@ async def create_workload(
 
     async def create(conn: Connection) -> tuple[WorkloadResource, str]:
         workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
-        await lease.take(conn, "workload", workload.uid)
+        await lease.take(conn, "workload", workload.uid, project.id)
         return workload, workload_location(project.name, workload.name)
 
     response = await respond_once(request, db, caller, status=202, create=create)
