@@ -142,9 +142,9 @@ class Settings:
     streams_per_project: int = 500
     # Request rate limits, per replica (app.api.ratelimit): per second, 0 turns one off.
     rate_reads_per_token: float = 200.0
-    rate_writes_per_token: float = 20.0
+    rate_writes_per_token: float = 10.0
     rate_reads_per_project: float = 500.0
-    rate_writes_per_project: float = 50.0
+    rate_writes_per_project: float = 20.0
     rate_auth_failures_per_client: float = 10.0
     rate_burst_seconds: float = 5.0
     # Pod log follows open at once (app.api.follows); the replica's limit is also the size of
