@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import secrets
 import sys
 import time
 from collections import Counter
@@ -51,6 +52,11 @@ class Figures:
     follows: Counter[int] = field(default_factory=Counter)
     quiet_posts: Counter[int] = field(default_factory=Counter)
     post_latencies: list[float] = field(default_factory=list)
+    bad_tokens: Counter[int] = field(default_factory=Counter)
+    bad_token_seconds: float = 0.0
+    bad_token_reads: float = 0.0
+    aicp_cpu: float = 0.0
+    wall: float = 0.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -226,6 +232,7 @@ async def run(args: argparse.Namespace) -> Figures:
                 follow_logs(base, tokens[f"{NOISY}-viewer"], args.follows, fig, stop)
             )
             await asyncio.sleep(1.0)  # the follows are open before the flood begins
+            cpu, wall = stack.cpu_seconds(stack.aicp_pid), time.monotonic()
             quiet: list[asyncio.Task[None]] = []
 
             async def quiet_loop() -> None:
@@ -253,9 +260,50 @@ async def run(args: argparse.Namespace) -> Figures:
                 quiet_loop(),
             )
             await asyncio.gather(*quiet)
+            fig.aicp_cpu = stack.cpu_seconds(stack.aicp_pid) - cpu
+            fig.wall = time.monotonic() - wall
             stop.set()
             await follows
+            if args.bad_tokens:
+                await bad_tokens(session, base, args.bad_tokens, fig)
     return fig
+
+
+async def bad_tokens(session: aiohttp.ClientSession, base: str, count: int, fig: Figures) -> None:
+    """`count` distinct well-formed tokens nobody issued, 32 at a time, from one address; how
+    many of them cost a database read (from the replica's own metrics)."""
+
+    async def reads() -> float:
+        """NaN where the replica does not count them (before the metric existed)."""
+        for _ in range(5):
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(f"{base}/metrics") as response:
+                    text = await response.text()
+                break
+            await asyncio.sleep(1)
+        else:
+            return float("nan")
+        for line in text.splitlines():
+            if line.startswith('aicp_auth_failures_total{check="looked-up"}'):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0 if "aicp_auth_failures_total" in text else float("nan")
+
+    before = await reads()
+    started = time.monotonic()
+    sent = iter(range(count))
+
+    async def client() -> None:
+        for _ in sent:
+            token = "aicp_" + secrets.token_urlsafe(32)
+            try:
+                status, _ = await call(session, "GET", f"{base}/api/v1/projects", token)
+            except (aiohttp.ClientError, TimeoutError):
+                status = 0
+            fig.bad_tokens[status] += 1
+
+    await asyncio.gather(*(client() for _ in range(32)))
+    fig.bad_token_seconds = time.monotonic() - started
+    fig.bad_token_reads = await reads() - before
 
 
 def report(args: argparse.Namespace, fig: Figures) -> None:
@@ -264,6 +312,7 @@ def report(args: argparse.Namespace, fig: Figures) -> None:
         f"flood {args.flood_rate:g}/s for {args.flood_seconds:g} s, {args.follows} follows, "
         f"a quiet submission every {args.quiet_interval:g} s"
     )
+    print(f"aicp used {fig.aicp_cpu:.1f} s of CPU in {fig.wall:.1f} s")
     print(f"noisy submissions by status: {dict(sorted(fig.flood.items()))}")
     print(f"noisy follows by status:     {dict(sorted(fig.follows.items()))}")
     gets = fig.get_latencies
@@ -282,6 +331,13 @@ def report(args: argparse.Namespace, fig: Figures) -> None:
         f"p99 {percentile(runs, 0.99):.2f} s, max {max(runs, default=float('nan')):.2f} s, "
         f"{fig.never_ran} not running after {args.quiet_timeout:g} s"
     )
+    if args.bad_tokens:
+        count = sum(fig.bad_tokens.values())
+        print(
+            f"bad tokens: {count} in {fig.bad_token_seconds:.1f} s "
+            f"({count / fig.bad_token_seconds:.0f}/s), by status "
+            f"{dict(sorted(fig.bad_tokens.items()))}, database reads {fig.bad_token_reads:.0f}"
+        )
 
 
 def main() -> None:
@@ -292,6 +348,9 @@ def main() -> None:
     parser.add_argument("--follows", type=int, default=100)
     parser.add_argument("--quiet-interval", type=float, default=1.0)
     parser.add_argument("--quiet-timeout", type=float, default=20.0)
+    parser.add_argument(
+        "--bad-tokens", type=int, default=0, help="then this many distinct bad tokens"
+    )
     parser.add_argument(
         "--aicp-env", action="append", default=[], metavar="NAME=VALUE", help="aicp setting"
     )

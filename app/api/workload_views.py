@@ -210,47 +210,54 @@ async def get_logs(
     replica: Replica = None,
     follow: Follow = False,
 ) -> Response[Any]:
-    row = await _current_row(db, caller.require_project(), name)
-    replicas = int(row.spec.get("replicas") or 1)
-    if replica is not None and replica >= replicas:
-        raise ValidationFailed(
-            [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
-        )
-    kube: KubeClient | None = request.app.state.get("kube")
-    if kube is None:
-        raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
-    pods = await _pods(kube, row)
-    if not pods:
-        raise NotFound(
-            f"Workload {name!r} has no pods for generation {row.generation} "
-            f"(state {row.state}): logs appear once its Job is admitted and its pods start."
-        )
-    if replica is not None:
-        if replica >= len(pods):
-            raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
-        pods = [pods[replica]]
-    namespace = _identity(row).namespace
-    if follow:
-        started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
-        if not started:
-            raise NotFound(
-                f"No pod of workload {name!r} has started yet (state {row.state}); follow "
-                "its logs once it runs."
+    project = caller.require_project()
+    follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
+    # A follow past its limits is refused before it costs a database or a Kubernetes read.
+    held = follows.open_follow(caller.actor, project.id) if follow and follows else None
+    try:
+        row = await _current_row(db, project, name)
+        replicas = int(row.spec.get("replicas") or 1)
+        if replica is not None and replica >= replicas:
+            raise ValidationFailed(
+                [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
             )
-        follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
-        held = None if follows is None else follows.open_follow(caller.actor, row.project_id)
-        return Stream(
-            _counted(follows, held, _followed(kube, namespace, started, tail, since_seconds)),
-            media_type="text/plain; charset=utf-8",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    names = [str(pod["metadata"]["name"]) for pod in pods]
-    texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
-    if len(texts) == 1:
-        body = texts[0][1]
-    else:
-        body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
-    return Response(body, media_type="text/plain; charset=utf-8")
+        kube: KubeClient | None = request.app.state.get("kube")
+        if kube is None:
+            raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
+        pods = await _pods(kube, row)
+        if not pods:
+            raise NotFound(
+                f"Workload {name!r} has no pods for generation {row.generation} "
+                f"(state {row.state}): logs appear once its Job is admitted and its pods start."
+            )
+        if replica is not None:
+            if replica >= len(pods):
+                raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
+            pods = [pods[replica]]
+        namespace = _identity(row).namespace
+        if follow:
+            started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
+            if not started:
+                raise NotFound(
+                    f"No pod of workload {name!r} has started yet (state {row.state}); follow "
+                    "its logs once it runs."
+                )
+            return Stream(
+                _counted(follows, held, _followed(kube, namespace, started, tail, since_seconds)),
+                media_type="text/plain; charset=utf-8",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        names = [str(pod["metadata"]["name"]) for pod in pods]
+        texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
+        if len(texts) == 1:
+            body = texts[0][1]
+        else:
+            body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
+        return Response(body, media_type="text/plain; charset=utf-8")
+    except BaseException:
+        if follows is not None and held is not None:
+            follows.close(held)  # refused or failed before its stream began
+        raise
 
 
 ROUTES = [get_logs, get_manifest]
