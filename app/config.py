@@ -11,6 +11,9 @@ how long events and tombstones are kept (`app.store.retention`; 0 keeps them for
 `AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
 `AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
 (`app.api.http_limits.HttpLimits`).
+`AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
+limits on open log follows (`app.api.follows`), each replica's own (docs/RELIABILITY.md
+"Tenants and clients").
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -23,7 +26,7 @@ import os
 import secrets
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -147,6 +150,19 @@ class Settings:
     http_head_timeout_seconds: float = 10.0
     http_body_timeout_seconds: float = 30.0
     http_max_connections: int = 4096
+    streams_per_project: int = 500
+    # Request rate limits, per replica (app.api.ratelimit): per second, 0 turns one off.
+    rate_reads_per_token: float = 200.0
+    rate_writes_per_token: float = 10.0
+    rate_reads_per_project: float = 500.0
+    rate_writes_per_project: float = 20.0
+    rate_auth_failures_per_client: float = 10.0
+    rate_burst_seconds: float = 5.0
+    # Pod log follows open at once (app.api.follows); the replica's limit is also the size of
+    # their own Kubernetes connection pool.
+    log_follows_max: int = 32
+    log_follows_per_token: int = 4
+    log_follows_per_project: int = 8
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -293,6 +309,7 @@ class Settings:
                 _int_between(1, 1_000_000),
                 "an integer from 1",
             ),
+            **_fairness(reader, cls),
         )
         if not dev_mode:
             reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")
@@ -304,6 +321,51 @@ class Settings:
         if reader.problems:
             raise ConfigError("\n".join(reader.problems))
         return settings
+
+
+def _fairness(reader: _Reader, cls: type[Settings]) -> dict[str, Any]:
+    """The limits that keep one tenant or client from crowding out the others (defaults: the
+    field defaults of `Settings`)."""
+    read = reader.read
+    per_second = "a number of requests per second, 0 for no limit"
+    rates = {
+        field: read(f"AICP_{field.upper()}", getattr(cls, field), _rate_or_off, per_second)
+        for field in (
+            "rate_reads_per_token",
+            "rate_writes_per_token",
+            "rate_reads_per_project",
+            "rate_writes_per_project",
+            "rate_auth_failures_per_client",
+        )
+    }
+    counts = {
+        field: read(
+            f"AICP_{field.upper()}",
+            getattr(cls, field),
+            _int_between(1, 1_000_000),
+            "an integer from 1",
+        )
+        for field in (
+            "streams_per_project",
+            "log_follows_max",
+            "log_follows_per_token",
+            "log_follows_per_project",
+        )
+    }
+    burst = read(
+        "AICP_RATE_BURST_SECONDS",
+        cls.rate_burst_seconds,
+        _positive_seconds,
+        "a positive number of seconds",
+    )
+    return {**rates, **counts, "rate_burst_seconds": burst}
+
+
+def _rate_or_off(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value < float("inf"):  # also rejects NaN
+        raise ValueError(raw)
+    return value
 
 
 def default_instance_id() -> str:

@@ -33,7 +33,9 @@ import uvicorn
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.api.changefeed import ChangeFeed, FeedConfig
+from app.api.follows import FollowLimits
 from app.api.http_limits import HttpLimits, limited_protocol
+from app.api.ratelimit import RateLimits
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import changes, idempotency, retention
 from app.store.db import Database
@@ -140,6 +142,8 @@ class Service:
                 token_cache=self.token_cache,
                 feed=self.feed,
                 tokens_per_project=settings.tokens_per_project,
+                rate_limits=RateLimits.of(settings),
+                follow_limits=FollowLimits.of(settings),
             )
             self.app = create_app(deps)
             await self._start_http()
@@ -247,6 +251,7 @@ class Service:
                 heartbeat_seconds=settings.stream_heartbeat_seconds,
                 max_streams=settings.streams_max,
                 max_per_token=settings.streams_per_token,
+                max_per_project=settings.streams_per_project,
                 buffer_bytes=settings.stream_buffer_bytes,
                 history_seconds=settings.stream_history_seconds,
             ),

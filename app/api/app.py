@@ -16,6 +16,7 @@ from app.api import (
     bindings,
     creating,
     events,
+    follows,
     pools,
     projects,
     shutdown,
@@ -25,7 +26,7 @@ from app.api import (
     workloads,
 )
 from app.api.api_docs import root, swagger_assets, swagger_plugin
-from app.api.auth import authorize
+from app.api.auth import LIMITER_KEY, REJECTED_KEY, authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
 from app.api.docs import describe_components, short_operation_id
@@ -34,8 +35,10 @@ from app.api.methods import MethodSemantics
 from app.api.observe import Observed
 from app.api.paging import Paging
 from app.api.problems import problem_response
+from app.api.ratelimit import RateLimiter
 from app.api.validation import MAX_BODY_BYTES
 from app.config import DEFAULT_TOKENS_PER_PROJECT
+from app.store.token_cache import RejectedTokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from litestar.types import ASGIApp
 
     from app.api.changefeed import ChangeFeed
+    from app.api.follows import FollowLimits
+    from app.api.ratelimit import RateLimits
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
@@ -69,6 +74,10 @@ class ApiDependencies:
     token_cache: TokenCache | None = None
     feed: ChangeFeed | None = None  # the live streams; None: they answer 404
     tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT  # live tokens a project may hold
+    # Request rate limits of this replica (app/api/ratelimit.py); None: no limits.
+    rate_limits: RateLimits | None = None
+    # Log follows open at once (app/api/follows.py); None: no limits.
+    follow_limits: FollowLimits | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -136,6 +145,11 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed
     shutdown.install(app)
+    app.state[LIMITER_KEY] = None if deps.rate_limits is None else RateLimiter(deps.rate_limits)
+    app.state[REJECTED_KEY] = RejectedTokens()
+    app.state[follows.STATE_KEY] = (
+        None if deps.follow_limits is None else follows.Follows(deps.follow_limits)
+    )
     describe_components(app)
     return app
 

@@ -65,7 +65,7 @@ async def create_pool(
 
     async def create(conn: Connection) -> Created:
         pool = await pools.create(conn, project, data, actor=caller.actor, doorbell=False)
-        await lease.take(conn, "pool", pool.uid)
+        await lease.take(conn, "pool", pool.uid, project.id)
         return Created(pool, pool_location(project.name, pool.name), "pool", pool.uid)
 
     response = await respond_once(request, db, caller, status=202, create=create)

@@ -85,7 +85,7 @@ async def create_workload(
 
     async def create(conn: Connection) -> Created:
         workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
-        await lease.take(conn, "workload", workload.uid)
+        await lease.take(conn, "workload", workload.uid, project.id)
         location = workload_location(project.name, workload.name)
         return Created(workload, location, "workload", workload.uid)
 

@@ -29,12 +29,14 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── PayloadTooLarge                         413 payload-too-large
     ├── UnsupportedMediaType                    415 unsupported-media-type
     ├── TooManyStreams                          429 too-many-streams   limit (Retry-After)
+    ├── TooManyRequests                         429 too-many-requests  limit (Retry-After)
     └── ServiceUnavailable                      503 service-unavailable (Retry-After)
         └── StoreUnavailable                        the database did not answer
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import msgspec
@@ -354,6 +356,23 @@ class TooManyStreams(AicpError):
     def __init__(self, limit: int, detail: str) -> None:
         super().__init__(detail)
         self.limit = limit
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+class TooManyRequests(AicpError):
+    """Too many requests; retry after the time Retry-After says."""
+
+    slug = "too-many-requests"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, limit: str, retry_after: float, detail: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        # Whole seconds, at least 1: a client that waits this long finds room again.
+        self.retry_after_seconds = max(1, math.ceil(retry_after))
 
     def extensions(self) -> dict[str, Any]:
         return {"limit": self.limit}

@@ -227,7 +227,7 @@ async def follow_pod_log(
     a `KubeError` (the server's 400)."""
     extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
     with translated():
-        response: Any = await kube.core.read_namespaced_pod_log(
+        response: Any = await kube.logs.read_namespaced_pod_log(
             pod,
             namespace,
             container=container,

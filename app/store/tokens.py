@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from app.store.queries import QUERIES
 from app.store.token_cache import CachedToken
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import asyncpg
 
     from app.store.db import Connection, Database
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
 
 TOKEN_PREFIX = "aicp_"
 NIL_UUID = uuid.UUID(int=0)
+
+
+#: What `new_secret` makes: anything else is refused by its form, without a database read.
+TOKEN_FORM = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{43}")
 
 
 def new_secret() -> str:
@@ -55,12 +62,17 @@ async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
 
 
 async def authenticate_cached(
-    db: Database, cache: TokenCache | None, secret: str
+    db: Database,
+    cache: TokenCache | None,
+    secret: str,
+    *,
+    before_read: Callable[[], None] | None = None,
 ) -> TokenIdentity | None:
     """`authenticate`, answered from `cache` when it holds the token (no database round trip).
 
     A valid token read from the database is cached; see app/store/token_cache.py for when a
     cached answer stops being used (any change to any token, a lost LISTEN connection, expiry).
+    `before_read` runs just before the database would be read (it may raise to refuse that).
     """
     key = digest(secret)
     if cache is not None:
@@ -75,6 +87,8 @@ async def authenticate_cached(
                 expired=False,
                 expires_at=hit.expires_at,
             )
+    if before_read is not None:
+        before_read()
     generation = cache.generation if cache is not None else 0
     async with db.connection() as conn:
         found = await _read_token(conn, key)
