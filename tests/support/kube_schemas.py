@@ -81,6 +81,24 @@ def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any] | None:
 
 
 @functools.cache
+def gateway_api_schema(kind: str, version: str = "v1") -> dict[str, Any] | None:
+    """The strict openAPIV3Schema of a Gateway API kind (HTTPRoute) from its CRD at the version
+    the pinned Kueue module depends on; None while the Go module cache lacks it (no Go, or
+    no build yet)."""
+    crds = real_cluster_build.gateway_api_crds()
+    if crds is None:
+        return None
+    for path in sorted(crds.glob("gateway.networking.k8s.io_*.yaml")):
+        crd = yaml.safe_load(path.read_text())
+        if crd["spec"]["names"]["kind"] != kind:
+            continue
+        for served in crd["spec"]["versions"]:
+            if served["name"] == version:
+                return dict(_strict(served["schema"]["openAPIV3Schema"]))
+    raise LookupError(f"no CRD for {kind} {version} in {crds}")
+
+
+@functools.cache
 def kubesim_schema(kind: str) -> dict[str, Any] | None:
     """kubesim's schema for a Kueue kind (`kubesim/schemas/<plural>.json`), None if absent."""
     path = KUBESIM_SCHEMAS / f"{kind.lower()}{'es' if kind.endswith('s') else 's'}.json"
