@@ -329,27 +329,22 @@ def _fairness(reader: _Reader, cls: type[Settings]) -> dict[str, Any]:
     read = reader.read
     per_second = "a number of requests per second, 0 for no limit"
     rates = {
-        field: read(f"AICP_{field.upper()}", getattr(cls, field), _rate_or_off, per_second)
-        for field in (
-            "rate_reads_per_token",
-            "rate_writes_per_token",
-            "rate_reads_per_project",
-            "rate_writes_per_project",
-            "rate_auth_failures_per_client",
+        field: read(name, getattr(cls, field), _rate_or_off, per_second)
+        for field, name in (
+            ("rate_reads_per_token", "AICP_RATE_READS_PER_TOKEN"),
+            ("rate_writes_per_token", "AICP_RATE_WRITES_PER_TOKEN"),
+            ("rate_reads_per_project", "AICP_RATE_READS_PER_PROJECT"),
+            ("rate_writes_per_project", "AICP_RATE_WRITES_PER_PROJECT"),
+            ("rate_auth_failures_per_client", "AICP_RATE_AUTH_FAILURES_PER_CLIENT"),
         )
     }
     counts = {
-        field: read(
-            f"AICP_{field.upper()}",
-            getattr(cls, field),
-            _int_between(1, 1_000_000),
-            "an integer from 1",
-        )
-        for field in (
-            "streams_per_project",
-            "log_follows_max",
-            "log_follows_per_token",
-            "log_follows_per_project",
+        field: read(name, getattr(cls, field), _int_between(1, 1_000_000), "an integer from 1")
+        for field, name in (
+            ("streams_per_project", "AICP_STREAMS_PER_PROJECT"),
+            ("log_follows_max", "AICP_LOG_FOLLOWS_MAX"),
+            ("log_follows_per_token", "AICP_LOG_FOLLOWS_PER_TOKEN"),
+            ("log_follows_per_project", "AICP_LOG_FOLLOWS_PER_PROJECT"),
         )
     }
     burst = read(

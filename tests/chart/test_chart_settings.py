@@ -68,13 +68,15 @@ def test_settings_with_a_chart_value_reach_the_container_and_the_others_are_extr
             assert name not in env, name
             continue
         assert name in env, f"{name}: docs/OPERATIONS.md says {how!r}, the Deployment has none"
-        named = set(re.findall(r"`config\.([A-Za-z]+)`", how))
+        named = set(re.findall(r"`config\.([A-Za-z]+)(?:\.[A-Za-z]+)*`", how))
         assert named <= keys, f"{name}: {sorted(named - keys)} not in values.yaml config"
 
 
 def test_every_chart_config_value_is_documented_with_its_variable() -> None:
     named = {
-        key for how in documented().values() for key in re.findall(r"`config\.([A-Za-z]+)`", how)
+        key
+        for how in documented().values()
+        for key in re.findall(r"`config\.([A-Za-z]+)(?:\.[A-Za-z]+)*`", how)
     }
 
     assert sorted(chart_config_keys() - named) == [], "config.* values not in the settings table"
