@@ -13,7 +13,7 @@ from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate
-from app.domain.validation import check_labels, check_name
+from app.domain.validation import check_labels, check_name, check_plain_text
 from app.store import projects
 from app.store.db import Connection
 
@@ -43,7 +43,11 @@ async def create_project(
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
-    violations = check_name("name", data.name) + check_labels("labels", data.labels)
+    violations = [
+        *check_name("name", data.name),
+        *check_plain_text("display_name", data.display_name),
+        *check_labels("labels", data.labels),
+    ]
     if violations:
         raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
