@@ -137,6 +137,7 @@ class Service:
                 liveness=self.supervisor.liveness,
                 token_cache=self.token_cache,
                 feed=self.feed,
+                install_namespace=settings.install_namespace,
             )
             self.app = create_app(deps)
             await self._start_http()

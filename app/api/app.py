@@ -34,6 +34,7 @@ from app.api.observe import Observed
 from app.api.paging import Paging
 from app.api.problems import problem_response
 from app.api.validation import MAX_BODY_BYTES
+from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,6 +67,8 @@ class ApiDependencies:
     # None: every request reads its token from the database.
     token_cache: TokenCache | None = None
     feed: ChangeFeed | None = None  # the live streams; None: they answer 404
+    # The namespace aicp runs in: the project name that maps onto it is reserved.
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
 
 
 def _resource_routes() -> list[Any]:
@@ -130,6 +133,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["token_cache"] = deps.token_cache
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed
+    app.state["install_namespace"] = deps.install_namespace
     app.state["stopping"] = False
     describe_components(app)
     return app

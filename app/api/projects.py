@@ -5,15 +5,19 @@ from typing import Annotated, Any
 from litestar import Request, Response, delete, get, post
 
 from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
 from app.api.idempotency import IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
+from app.domain.naming import namespace_for, reserved_project_problem
+from app.domain.render import namespace_owner_labels
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate
 from app.domain.validation import check_labels, check_name, check_plain_text
+from app.kube.resources import NAMESPACES
 from app.store import projects
 from app.store.db import Connection
 
@@ -32,7 +36,10 @@ def project_location(name: str) -> str:
     status_code=202,
     summary="Create a project",
     description="Platform admin only. Answers 202 with the PENDING project and its Location; "
-    "the reconciler creates its namespace `aicp-<name>`. Honours `Idempotency-Key`.",
+    "the reconciler creates its namespace `aicp-<name>`. `default` and the name whose "
+    "namespace is aicp's own (`system` in `aicp-system`) are reserved (422); a namespace "
+    "`aicp-<name>` that exists and is not aicp's is 409 `object-not-owned`. Honours "
+    "`Idempotency-Key`.",
     responses={202: success(Project, "Accepted"), **problems(*WRITE)},
     tags=["projects"],
 )
@@ -43,7 +50,9 @@ async def create_project(
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
+    reserved = reserved_project_problem(data.name, request.app.state["install_namespace"])
     violations = [
+        *([("name", reserved)] if reserved else []),
         *check_name("name", data.name),
         *check_plain_text("display_name", data.display_name),
         *check_labels("labels", data.labels),
@@ -59,6 +68,9 @@ async def create_project(
             labels=data.labels,
             actor=caller.actor,
         )
+        namespace = namespace_for(project.name)
+        expected = namespace_owner_labels(project.name, str(project.uid))
+        await refuse_foreign(request, NAMESPACES, None, namespace, expected)
         return project, project_location(project.name)
 
     return await respond_once(request, db, caller, status=202, create=create)

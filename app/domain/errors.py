@@ -19,7 +19,8 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
-    │   └── InUse                               409 in-use             referenced_by
+    │   ├── InUse                               409 in-use             referenced_by
+    │   └── ObjectNotOwned                      409 object-not-owned   object, manager
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
     ├── PayloadTooLarge                         413 payload-too-large
@@ -215,6 +216,24 @@ class InUse(Conflict):
 
     def extensions(self) -> dict[str, Any]:
         return {"referenced_by": self.referenced_by}
+
+
+class ObjectNotOwned(Conflict):
+    """A cluster object aicp would create exists and is someone else's: it is not taken over."""
+
+    slug = "object-not-owned"
+    title = "Cluster object not owned by aicp"
+
+    def __init__(self, kind: str, name: str, manager: str) -> None:
+        self.object = f"{kind}/{name}"
+        self.manager = manager
+        super().__init__(
+            f"{kind} {name} exists and is managed by {manager}; aicp will not take it over. "
+            "Choose another name, or remove that object first."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"object": self.object, "manager": self.manager}
 
 
 class GenerationMismatch(AicpError):
