@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.kube.apply import apply, create, delete
-from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
-from tests.integration.steps.stack import CLASS, POOL, POOLS, QUOTA, Stack
+from app.kube.resources import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
+from tests.integration.steps.stack import CLASS, POOL, POOLS, QUOTA, WORKLOADS, Stack
 from tests.support.waiting import wait_until
 
 QUEUE = "aicp-research-h100-pool"
@@ -129,3 +129,38 @@ async def test_queues_of_an_earlier_version_are_retired_on_upgrade(stack: Stack)
 
     await wait_until(retired, timeout=15, message="legacy queue retired, LocalQueue repointed")
     assert await stack.read(CLUSTER_QUEUES, None, queue) is not None
+
+
+async def test_a_job_of_the_next_generation_made_by_someone_else_is_not_adopted(
+    stack: Stack,
+) -> None:
+    await stack.setup_pool()
+    first = await stack.submit("tune", env={"KUBESIM_RUN_SECONDS": "600"})
+    await stack.wait_state("tune", "RUNNING")
+    taken = f"tune-{first['uid'][:6]}-g2"
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": taken, "namespace": "aicp-research"},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                }
+            },
+        },
+    }
+    await create(stack.kube, job, field_manager="kubectl-create")
+    spec = dict(first["spec"], env={"KUBESIM_RUN_SECONDS": "1"})
+    response = await stack.http.put(f"{WORKLOADS}/tune", json=spec)
+    assert response.status_code == 202, response.text
+
+    failed = await stack.wait_state("tune", "FAILED")
+    assert failed["status"]["reason"].startswith(f"Job aicp-research/{taken} exists and is managed")
+    assert failed["status"]["reason"].endswith("aicp will not take it over.")
+    await stack.http.delete(f"{WORKLOADS}/tune")
+    await stack.wait_gone("tune")
+    live = await stack.read(JOBS, "aicp-research", taken)
+    assert live is not None and "aicp.dev/uid" not in (live["metadata"].get("labels") or {})
