@@ -1,12 +1,12 @@
 """Whether an object found in the cluster is aicp's own, for the resource being reconciled.
 
 aicp never modifies or deletes an object someone else made: before an apply or a delete the
-object of that name is read and checked here. It is aicp's when it carries
-`app.kubernetes.io/managed-by: aicp` and the labels of the resource it was rendered for: its
-id (`aicp.dev/uid`), or — for objects rendered by earlier versions, before the id label — its
-names (`aicp.dev/project`, `aicp.dev/pool`). Anything else (no aicp label, another resource's
-id) is someone else's: `foreign_owner` answers who, for the sentence the resource's state and
-the API's 409 carry.
+object of that name is read and checked here. It is aicp's when it carries the id of the
+resource it was rendered for (`aicp.dev/uid`; a managed-by label removed by hand is drift,
+which aicp restores), or `app.kubernetes.io/managed-by: aicp` and no id — then, for objects
+rendered by earlier versions before the id label, its names (`aicp.dev/project`,
+`aicp.dev/pool`). Anything else (no aicp label, another resource's id) is someone else's:
+`foreign_owner` answers who, for the sentence the resource's state and the API's 409 carry.
 """
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ def foreign_owner(obj: Manifest | None, expected: Mapping[str, str]) -> str | No
     if obj is None:
         return None
     labels = _labels(obj)
+    uid = labels.get(UID_LABEL)
+    if UID_LABEL in expected and uid == expected[UID_LABEL]:
+        return None  # the resource's own id: aicp's, even if its managed-by label was removed
     if labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
         return manager_of(obj)
-    uid = labels.get(UID_LABEL)
     if uid is not None and UID_LABEL in expected:
-        if uid == expected[UID_LABEL]:
-            return None
         return f"aicp for another resource ({UID_LABEL}={uid})"
     names = {key: value for key, value in expected.items() if key != UID_LABEL}
     mismatched = [key for key, value in names.items() if labels.get(key) != value]

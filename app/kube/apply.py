@@ -62,6 +62,31 @@ async def apply(
     return await _write(kube, "apply", resource, request_json(call))
 
 
+async def apply_checked(
+    kube: KubeClient,
+    manifest: Manifest,
+    live: Manifest | None,
+    *,
+    field_manager: str = FIELD_MANAGER,
+) -> Manifest:
+    """Apply `manifest` over exactly the object `live` that was read and found aicp's own
+    (`app.domain.ownership`), or create it when `live` is None.
+
+    The check and the write are two requests; this makes the write conditional on what was
+    checked, so an object someone made or relabelled in between is never taken over: over an
+    existing object the body carries `live`'s resourceVersion, and a missing object is created
+    (a create never overwrites) before it is applied, so that the `aicp` apply manager owns
+    its fields as for any other apply. Either way, a change in between is a 409 `Conflict`
+    and the caller reads the object again.
+    """
+    meta = dict(manifest.get("metadata") or {})
+    if live is None:
+        await create(kube, manifest, field_manager=field_manager)
+    else:
+        meta["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
+    return await apply(kube, {**manifest, "metadata": meta}, field_manager=field_manager)
+
+
 async def create(
     kube: KubeClient, manifest: Manifest, *, field_manager: str = FIELD_MANAGER
 ) -> Manifest:

@@ -95,6 +95,7 @@ MANAGED = {"app.kubernetes.io/managed-by": "aicp"}
     [
         pytest.param(None, (), None, id="absent"),
         pytest.param({**MANAGED, **POOL.owner_labels}, (), "", id="own"),
+        pytest.param(POOL.owner_labels, (), "", id="own-managed-by-removed-by-hand"),
         pytest.param(
             {**MANAGED, "aicp.dev/project": "cq-a", "aicp.dev/pool": "b-c"}, (), "", id="legacy"
         ),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -40,7 +41,8 @@ from app.domain.render import (
 )
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState
-from app.kube.apply import apply, delete, get
+from app.kube.apply import apply_checked, delete, get
+from app.kube.errors import Conflict
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 from app.observability.metrics import DRIFT_CORRECTIONS
 from app.reconcile.fencing import fenced_transaction, kube_fenced
@@ -71,6 +73,15 @@ _STATE_EVENTS = {
     ResourceState.DEGRADED: EventType.DEGRADED,
     ResourceState.PENDING: EventType.PENDING,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """The objects a pool writes, as read when their ownership was checked (None: absent)."""
+
+    queue: Manifest | None
+    local_queue: Manifest | None
+    flavor: Manifest | None
 
 
 def _subject(row: PoolRow) -> Subject:
@@ -127,11 +138,25 @@ class PoolStep:
                 found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
-            refused, local_queue = await self._foreign(identity, binding, queue)
+            refused, live = await self._foreign(identity, binding, queue)
             if refused is not None:
-                await self._refuse(fence, row, identity, refused)
+                await ctx.refuse_foreign(
+                    fence,
+                    _subject(row),
+                    generation=row.generation,
+                    current=(row.state, row.state_reason),
+                    reason=refused,
+                    observed={
+                        "cluster_queue": identity.cluster_queue,
+                        "local_queue": identity.local_queue,
+                    },
+                )
                 return Result.requeue(UNWATCHED_CHECK_SECONDS)
-            queue = await self._apply(fence, row, identity, binding, desired, local_queue)
+            try:
+                queue = await self._apply(fence, row, identity, binding, desired, live)
+            except Conflict:
+                # An object changed (or appeared) between its check and the write: check again.
+                return Result.requeue(WAIT_SECONDS)
             if found:
                 for kind in found:
                     DRIFT_CORRECTIONS.labels(kind).inc()
@@ -185,47 +210,30 @@ class PoolStep:
 
     async def _foreign(
         self, identity: PoolIdentity, binding: BindingPut, queue: Manifest | None
-    ) -> tuple[str | None, Manifest | None]:
+    ) -> tuple[str | None, _Live]:
         """The sentence of the first object the pool would write that is someone else's
-        (`app.domain.ownership`), else None; and the LocalQueue as the server has it."""
+        (`app.domain.ownership`), else None; and the three objects as they were checked."""
         kube = self.ctx.kube
         if queue is None:
             queue = await get(kube, CLUSTER_QUEUES, None, identity.cluster_queue)
-        local_queue = await get(kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
-        flavor = await get(kube, RESOURCE_FLAVORS, None, binding.flavor)
-        for kind, name, live, expected in (
-            ("ClusterQueue", identity.cluster_queue, queue, identity.owner_labels),
+        live = _Live(
+            queue=queue,
+            local_queue=await get(kube, LOCAL_QUEUES, identity.namespace, identity.local_queue),
+            flavor=await get(kube, RESOURCE_FLAVORS, None, binding.flavor),
+        )
+        for kind, name, found, expected in (
+            ("ClusterQueue", identity.cluster_queue, live.queue, identity.owner_labels),
             (
                 "LocalQueue",
                 f"{identity.namespace}/{identity.local_queue}",
-                local_queue,
+                live.local_queue,
                 identity.owner_labels,
             ),
-            ("ResourceFlavor", binding.flavor, flavor, {}),
+            ("ResourceFlavor", binding.flavor, live.flavor, {}),
         ):
-            if (manager := foreign_owner(live, expected)) is not None:
-                return not_taken_over(kind, name, manager), local_queue
-        return None, local_queue
-
-    async def _refuse(
-        self, fence: Fence, row: PoolRow, identity: PoolIdentity, reason: str
-    ) -> None:
-        """DEGRADED with the sentence naming the object that is not aicp's; nothing applied."""
-        if row.state == ResourceState.DEGRADED and row.state_reason == reason:
-            return
-        log.warning("pool %s/%s: %s", row.project, row.name, reason)
-        await self.ctx.write_status(
-            fence,
-            _subject(row),
-            generation=row.generation,
-            state=ResourceState.DEGRADED,
-            reason=reason,
-            observed={
-                "cluster_queue": identity.cluster_queue,
-                "local_queue": identity.local_queue,
-            },
-            events=[Event(EventType.DEGRADED, reason)],
-        )
+            if (manager := foreign_owner(found, expected)) is not None:
+                return not_taken_over(kind, name, manager), live
+        return None, live
 
     async def _apply(
         self,
@@ -234,15 +242,17 @@ class PoolStep:
         identity: PoolIdentity,
         binding: BindingPut,
         desired: Manifest,
-        local_queue: Manifest | None,
+        live: _Live,
     ) -> Manifest:
+        """Apply the flavor and the queues, each only over the object `_foreign` checked."""
         ctx = self.ctx
         async with ctx.db.transaction() as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
             async with kube_fenced(fence, f"apply of ResourceFlavor {binding.flavor}"):
-                await apply(ctx.kube, render_resource_flavor(binding))
+                await apply_checked(ctx.kube, render_resource_flavor(binding), live.flavor)
+        local_queue = live.local_queue
         async with kube_fenced(fence, f"apply of the queues of pool {row.name}"):
-            queue = await apply(ctx.kube, desired)
+            queue = await apply_checked(ctx.kube, desired, live.queue)
             pointed = field(local_queue, "spec", "clusterQueue") if local_queue else None
             if pointed is not None and pointed != identity.cluster_queue:
                 # Kueue keeps a LocalQueue's clusterQueue immutable: one rendered by an earlier
@@ -255,7 +265,8 @@ class PoolStep:
                     identity.local_queue,
                     uid=str(uid) if uid else None,
                 )
-            await apply(ctx.kube, render_local_queue(identity))
+                local_queue = None
+            await apply_checked(ctx.kube, render_local_queue(identity), local_queue)
         await self._retire_legacy_queue(fence, identity)
         log.info("pool %s/%s generation %d: queues applied", row.project, row.name, row.generation)
         return queue

@@ -22,7 +22,8 @@ from app.domain.naming import namespace_for
 from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import namespace_owner_labels, render_namespace, render_priority_classes
 from app.domain.states import ResourceState
-from app.kube.apply import apply, delete, get
+from app.kube.apply import apply, apply_checked, delete, get
+from app.kube.errors import Conflict
 from app.kube.resources import NAMESPACES
 from app.reconcile.fencing import kube_fenced
 from app.reconcile.steps.context import Event, Subject
@@ -75,10 +76,21 @@ class ProjectStep:
         live = await get(ctx.kube, NAMESPACES, None, namespace)
         manager = foreign_owner(live, namespace_owner_labels(row.name, str(row.id)))
         if manager is not None:
-            await self._refuse(fence, row, not_taken_over("Namespace", namespace, manager))
+            await ctx.refuse_foreign(
+                fence,
+                _subject(row),
+                generation=row.generation,
+                current=(row.state, row.state_reason),
+                reason=not_taken_over("Namespace", namespace, manager),
+                observed={"namespace": namespace},
+            )
             return Result.requeue(FOREIGN_RECHECK_SECONDS)
-        async with kube_fenced(fence, f"apply of namespace {namespace}"):
-            await apply(ctx.kube, render_namespace(row.name, str(row.id)))
+        try:
+            async with kube_fenced(fence, f"apply of namespace {namespace}"):
+                await apply_checked(ctx.kube, render_namespace(row.name, str(row.id)), live)
+        except Conflict:
+            # The namespace changed (or appeared) between its check and the write: check again.
+            return Result.requeue(DELETION_RECHECK_SECONDS)
         reason = f"Namespace {namespace} is ready for the project's pools and workloads."
         events = [Event(EventType.READY, reason)] if row.state != ResourceState.READY else []
         written = await ctx.write_status(
@@ -93,21 +105,6 @@ class ProjectStep:
         if written.written:
             log.info("project %s: namespace %s applied, READY", row.name, namespace)
         return Result.release()
-
-    async def _refuse(self, fence: Fence, row: ProjectRow, reason: str) -> None:
-        """DEGRADED with the sentence naming the namespace that is not aicp's."""
-        if row.state == ResourceState.DEGRADED and row.state_reason == reason:
-            return
-        log.warning("project %s: %s", row.name, reason)
-        await self.ctx.write_status(
-            fence,
-            _subject(row),
-            generation=row.generation,
-            state=ResourceState.DEGRADED,
-            reason=reason,
-            observed={"namespace": namespace_for(row.name)},
-            events=[Event(EventType.DEGRADED, reason)],
-        )
 
     async def _delete(self, fence: Fence, row: ProjectRow) -> Result:
         ctx = self.ctx

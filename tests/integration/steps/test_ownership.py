@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.kube.apply import apply, create, delete
+from app.kube.apply import apply, create
 from app.kube.resources import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
 from tests.integration.steps.stack import CLASS, POOL, POOLS, QUOTA, WORKLOADS, Stack
 from tests.support.waiting import wait_until
 
 QUEUE = "aicp-research-h100-pool"
 KUEUE = "kueue.x-k8s.io/v1beta2"
+MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
 def _queue(name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -31,28 +32,37 @@ def _queue(name: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def test_a_queue_replaced_by_someone_else_degrades_the_pool_and_survives_its_deletion(
+async def test_a_queue_relabelled_by_someone_else_degrades_the_pool_and_survives_its_deletion(
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    await delete(stack.kube, CLUSTER_QUEUES, None, QUEUE)
-
-    async def gone() -> bool:
-        return await stack.read(CLUSTER_QUEUES, None, QUEUE) is None
-
-    await wait_until(gone, timeout=10, message="ClusterQueue deleted")
-    await create(
-        stack.kube,
-        _queue(QUEUE, {"app.kubernetes.io/managed-by": "batch-team"}),
-        field_manager="batch-team",
+    # Another team takes the queue over: its labels now say it is theirs, and no aicp id.
+    patch = [
+        {"op": "replace", "path": "/metadata/labels", "value": {MANAGED_BY: "batch-team"}},
+        {"op": "replace", "path": "/spec/resourceGroups/0/coveredResources", "value": ["cpu"]},
+        {
+            "op": "replace",
+            "path": "/spec/resourceGroups/0/flavors/0/resources",
+            "value": [{"name": "cpu", "nominalQuota": 1}],
+        },
+    ]
+    await stack.kube.custom.patch_cluster_custom_object(
+        "kueue.x-k8s.io",
+        "v1beta2",
+        "clusterqueues",
+        QUEUE,
+        patch,
+        _content_type="application/json-patch+json",
+        _preload_content=False,
     )
 
-    degraded = await stack.wait_pool_state("DEGRADED")
+    degraded = await stack.wait_pool_state("DEGRADED", timeout=20)
     assert degraded["status"]["reason"] == (
         f"ClusterQueue {QUEUE} exists and is managed by batch-team; aicp will not take it over."
     )
     live = await stack.read(CLUSTER_QUEUES, None, QUEUE)
     assert live["spec"]["resourceGroups"][0]["coveredResources"] == ["cpu"]  # not applied over
+    assert live["metadata"]["labels"] == {MANAGED_BY: "batch-team"}
 
     response = await stack.http.delete(f"{POOLS}/{POOL}")
     assert response.status_code == 202, response.text
