@@ -61,7 +61,8 @@ def resume_point(raw: str | None) -> int | None:
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
+    # ASCII digits only: `'²'.isdigit()` holds, and int('²') raises.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise ValidationFailed(
             [FieldError("Last-Event-ID", "must be the id of an event this stream sent")]
         )

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.api.watches import resume_point
 from app.domain import naming
+from app.domain.errors import ValidationFailed
 from app.domain.ownership import foreign_owner, manager_of
 from app.domain.render import PoolIdentity, namespace_owner_labels
 from app.domain.specs import PoolCreate, ProjectCreate, WorkloadSpec
@@ -130,3 +132,10 @@ def test_a_namespace_names_its_manager_from_managed_fields() -> None:
     obj = _object(None, ("aicp", "kubectl-client-side-apply"))
     assert manager_of(obj) == "kubectl-client-side-apply"
     assert foreign_owner(obj, namespace_owner_labels("x", "id")) == "kubectl-client-side-apply"
+
+
+@pytest.mark.parametrize("header", ["\u00b2", "\u0663", "12\n3", "1 2", "-1", "0x10"])
+def test_a_last_event_id_that_is_not_ascii_digits_is_422_not_500(header: str) -> None:
+    with pytest.raises(ValidationFailed):
+        resume_point(header)
+    assert resume_point(" 42 ") == 42
