@@ -154,8 +154,9 @@ class PoolStep:
                 return Result.requeue(UNWATCHED_CHECK_SECONDS)
             try:
                 queue = await self._apply(fence, row, identity, binding, desired, live)
-            except Conflict:
+            except Conflict as exc:
                 # An object changed (or appeared) between its check and the write: check again.
+                log.info("pool %s/%s: checking its objects again: %s", row.project, row.name, exc)
                 return Result.requeue(WAIT_SECONDS)
             if found:
                 for kind in found:
@@ -252,7 +253,7 @@ class PoolStep:
                 await apply_checked(ctx.kube, render_resource_flavor(binding), live.flavor)
         local_queue = live.local_queue
         async with kube_fenced(fence, f"apply of the queues of pool {row.name}"):
-            queue = await apply_checked(ctx.kube, desired, live.queue)
+            queue = await apply_checked(ctx.kube, desired, live.queue, pin_version=False)
             pointed = field(local_queue, "spec", "clusterQueue") if local_queue else None
             if pointed is not None and pointed != identity.cluster_queue:
                 # Kueue keeps a LocalQueue's clusterQueue immutable: one rendered by an earlier
@@ -266,7 +267,9 @@ class PoolStep:
                     uid=str(uid) if uid else None,
                 )
                 local_queue = None
-            await apply_checked(ctx.kube, render_local_queue(identity), local_queue)
+            await apply_checked(
+                ctx.kube, render_local_queue(identity), local_queue, pin_version=False
+            )
         await self._retire_legacy_queue(fence, identity)
         log.info("pool %s/%s generation %d: queues applied", row.project, row.name, row.generation)
         return queue
