@@ -7,6 +7,8 @@ long the doorbell's LISTEN connection or an informer may stay down before the pr
 how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
+`AICP_NAMESPACE` (`aicp-system`) is the namespace aicp runs in: the project whose namespace
+would be that one is a reserved name (`app.domain.naming.reserved_project_problem`).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
 `AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
 `AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
@@ -23,10 +25,13 @@ secrets) and what is expected. ``python -m app serve`` prints that and exits wit
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -73,6 +78,12 @@ def _log_format(raw: str) -> LogFormat:
 
 def _database_url(raw: str) -> str:
     if not raw.startswith(("postgresql://", "postgres://")):
+        raise ValueError(raw)
+    return raw
+
+
+def _namespace(raw: str) -> str:
+    if len(raw) > 63 or re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", raw) is None:
         raise ValueError(raw)
     return raw
 
@@ -163,6 +174,7 @@ class Settings:
     log_follows_max: int = 32
     log_follows_per_token: int = 4
     log_follows_per_project: int = 8
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -310,6 +322,12 @@ class Settings:
                 "an integer from 1",
             ),
             **_fairness(reader, cls),
+            install_namespace=read(
+                "AICP_NAMESPACE",
+                DEFAULT_INSTALL_NAMESPACE,
+                _namespace,
+                "a namespace name (a DNS-1123 label of at most 63 characters)",
+            ),
         )
         if not dev_mode:
             reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")

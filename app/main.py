@@ -144,6 +144,7 @@ class Service:
                 tokens_per_project=settings.tokens_per_project,
                 rate_limits=RateLimits.of(settings),
                 follow_limits=FollowLimits.of(settings),
+                install_namespace=settings.install_namespace,
             )
             self.app = create_app(deps)
             await self._start_http()

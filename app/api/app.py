@@ -38,6 +38,7 @@ from app.api.problems import problem_response
 from app.api.ratelimit import RateLimiter
 from app.api.validation import MAX_BODY_BYTES
 from app.config import DEFAULT_TOKENS_PER_PROJECT
+from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 from app.store.token_cache import RejectedTokens
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class ApiDependencies:
     rate_limits: RateLimits | None = None
     # Log follows open at once (app/api/follows.py); None: no limits.
     follow_limits: FollowLimits | None = None
+    # The namespace aicp runs in: the project name that maps onto it is reserved.
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
 
 
 def _resource_routes() -> list[Any]:
@@ -150,6 +153,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state[follows.STATE_KEY] = (
         None if deps.follow_limits is None else follows.Follows(deps.follow_limits)
     )
+    app.state["install_namespace"] = deps.install_namespace
     describe_components(app)
     return app
 

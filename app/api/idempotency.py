@@ -27,6 +27,7 @@ from litestar import Request, Response
 from litestar.params import HeaderParameter
 
 from app.domain.errors import CreatedResourceGone, FieldError, ValidationFailed
+from app.domain.text import control_problem
 from app.store import idempotency
 from app.store.db import Connection, Database
 
@@ -104,6 +105,8 @@ async def respond_once(
             [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")],
             location="header",
         )
+    if key is not None and (problem := control_problem(key)):
+        raise ValidationFailed([FieldError("Idempotency-Key", problem)], location="header")
     body = await request.body()
     request_sha256 = hashlib.sha256(
         request.method.encode() + b" " + request.url.path.encode() + b"\n" + body

@@ -5,15 +5,20 @@ from typing import Annotated, Any
 from litestar import Request, Response, delete, get, patch, post
 
 from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, json_body, problems, success
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.naming import namespace_for, reserved_project_problem
+from app.domain.render import namespace_owner_labels
 from app.domain.resources import Project, ProjectList
 from app.domain.specs import ProjectCreate, ProjectPatch
-from app.domain.validation import check_labels, check_limits, check_name
+from app.domain.validation import check_labels, check_limits, check_name, check_plain_text
+from app.kube.resources import NAMESPACES
 from app.store import projects
 from app.store.db import Connection
 
@@ -41,10 +46,12 @@ def project_location(name: str) -> str:
     status_code=202,
     summary="Create a project",
     description="Platform admin only. Answers 202 with the PENDING project and its Location; "
-    "the reconciler creates its namespace `aicp-<name>`. `limits` (optional) caps what the "
-    "project's compute pools hold together: accelerators per class (a class not named may "
-    "have none once `accelerators` is set), cpu and memory; a null ceiling, or no `limits`, "
-    "is none. Honours `Idempotency-Key`.",
+    "the reconciler creates its namespace `aicp-<name>`. `default` and the name whose "
+    "namespace is aicp's own (`system` in `aicp-system`) are reserved (422); a namespace "
+    "`aicp-<name>` that exists and is not aicp's is 409 `object-not-owned`. `limits` "
+    "(optional) caps what the project's compute pools hold together: accelerators per class (a "
+    "class not named may have none once `accelerators` is set), cpu and memory; a null "
+    "ceiling, or no `limits`, is none. Honours `Idempotency-Key`.",
     responses={202: success(Project, "Accepted"), **problems(*CREATE)},
     tags=["projects"],
 )
@@ -55,11 +62,16 @@ async def create_project(
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
-    raise_violations(
-        check_name("name", data.name)
-        + check_labels("labels", data.labels)
-        + check_limits("limits", data.limits)
-    )
+    reserved = reserved_project_problem(data.name, request.app.state["install_namespace"])
+    violations = [
+        *([("name", reserved)] if reserved else []),
+        *check_name("name", data.name),
+        *check_plain_text("display_name", data.display_name),
+        *check_labels("labels", data.labels),
+        *check_limits("limits", data.limits),
+    ]
+    if violations:
+        raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
     async def create(conn: Connection) -> Created:
         project = await projects.create_project(
@@ -70,6 +82,9 @@ async def create_project(
             actor=caller.actor,
             limits=data.limits,
         )
+        namespace = namespace_for(project.name)
+        expected = namespace_owner_labels(project.name, str(project.uid))
+        await refuse_foreign(request, NAMESPACES, None, namespace, expected)
         return Created(project, project_location(project.name), "project", project.uid)
 
     return await respond_once(request, db, caller, status=202, create=create)

@@ -22,7 +22,8 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     │   ├── BeingDeleted                        409 being-deleted
     │   ├── InUse                               409 in-use             referenced_by
     │   ├── TokenLimitReached                   409 token-limit-reached limit
-    │   └── LimitBelowAllocation                409 limit-below-allocation project, exceeded
+    │   ├── LimitBelowAllocation                409 limit-below-allocation project, exceeded
+    │   └── ObjectNotOwned                      409 object-not-owned   object, manager
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
     ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
@@ -292,6 +293,24 @@ class LimitBelowAllocation(Conflict):
 
     def extensions(self) -> dict[str, Any]:
         return {"project": self.project, "exceeded": _exceeded(self.overruns)}
+
+
+class ObjectNotOwned(Conflict):
+    """A cluster object aicp would create exists and is someone else's: it is not taken over."""
+
+    slug = "object-not-owned"
+    title = "Cluster object not owned by aicp"
+
+    def __init__(self, kind: str, name: str, manager: str) -> None:
+        self.object = f"{kind}/{name}"
+        self.manager = manager
+        super().__init__(
+            f"{kind} {name} exists and is managed by {manager}; aicp will not take it over. "
+            "Choose another name, or remove that object first."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"object": self.object, "manager": self.manager}
 
 
 class GenerationMismatch(AicpError):

@@ -13,7 +13,14 @@ from typing import Annotated, Literal
 
 import msgspec
 
-NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+from app.domain.text import whole
+
+#: A DNS-1123 label, the whole string (`app.domain.text.whole`).
+NAME_PATTERN = whole("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+#: A C identifier (env keys).
+ENV_KEY_PATTERN = whole("[A-Za-z_][A-Za-z0-9_]*")
+#: No whitespace and no control character (image references).
+PRINTABLE_PATTERN = whole("[^\\s\\x00-\\x1f\\x7f-\\x9f]+")
 RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
 
 ProjectName = Annotated[
@@ -159,7 +166,7 @@ class PoolPatch(_Body):
     quota: Quota
 
 
-EnvKey = Annotated[str, msgspec.Meta(pattern="^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+EnvKey = Annotated[str, msgspec.Meta(pattern=ENV_KEY_PATTERN, max_length=128)]
 
 
 class WorkloadSpec(_Body):
@@ -170,7 +177,10 @@ class WorkloadSpec(_Body):
     image: Annotated[
         str,
         msgspec.Meta(
-            pattern=r"^\S+$", min_length=1, max_length=512, examples=["ghcr.io/acme/train:1.4"]
+            pattern=PRINTABLE_PATTERN,
+            min_length=1,
+            max_length=512,
+            examples=["ghcr.io/acme/train:1.4"],
         ),
     ]
     command: Annotated[
