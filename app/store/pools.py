@@ -163,7 +163,7 @@ async def lock_for_workload(conn: Connection, project: ProjectScope, name: str) 
     row = await conn.fetchrow(QUERIES["pool_for_workload"], project.id, name)
     why = None
     if row is None:
-        why = "does not exist in this project"
+        why = f"does not exist in project {project.name}"
     elif row["deletion_requested_at"] is not None:
         why = "is being deleted"
     if row is None or why is not None:
