@@ -225,7 +225,10 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
         click.echo("  (none)")
     for event in reversed(events):
         when, kind = age(event.get("at")), event.get("type") or ""
-        message, actor = printable(event.get("message")), printable(event.get("actor"))
+        message, actor = (
+            printable(event.get("message")),
+            printable(event.get("actor_name") or event.get("actor")),
+        )
         click.echo(f"  {when:>5}  {printable(kind):<18} {message}  [{actor}]")
 
 
