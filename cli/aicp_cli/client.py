@@ -139,8 +139,7 @@ class Client:
         (a one-workload watch); any other end is a dropped connection and is resumed, with a
         backoff, for up to `RECONNECT_FOR` seconds of failing attempts."""
         last_id: str | None = None
-        failing_since: float | None = None  # the first failure of the current streak
-        failures = 0
+        outage = Outage(on_reconnect)
         while True:
             headers = {"Accept": "text/event-stream"}
             if last_id is not None:
@@ -157,8 +156,7 @@ class Client:
                 ) as response:
                     if response.status_code == 410 and last_id is not None:
                         last_id = None
-                        if on_reconnect:
-                            on_reconnect("the server's history is gone; starting again")
+                        outage.say("the server's history is gone; starting again")
                         continue
                     if response.status_code >= 400:
                         response.read()
@@ -166,7 +164,7 @@ class Client:
                             raise problem_of(response)
                         failure = problem_of(response)
                     else:
-                        failing_since, failures = None, 0
+                        outage.over()
                         for sse in EventSource(response).iter_sse():
                             if sse.id:
                                 last_id = sse.id
@@ -180,15 +178,43 @@ class Client:
                     return
             except httpx.HTTPError as exc:
                 failure = self._unreachable(exc)
-            now = time.monotonic()
-            if failure is not None:
-                failures += 1
-                failing_since = now if failing_since is None else failing_since
-                if now - failing_since >= RECONNECT_FOR:
-                    raise failure
-            if on_reconnect and failures <= 1:
-                on_reconnect("the connection dropped; resuming")
-            time.sleep(min(RECONNECT_BACKOFF_MAX, 0.2 * 2**failures))
+            outage.wait(failure)
+
+
+class Outage:
+    """A stream's time without a server: how long to wait before the next attempt (a doubling
+    backoff), when to give up (`RECONNECT_FOR` of failed attempts; at once if the server never
+    answered), and one note when it starts and one when it is over."""
+
+    def __init__(self, on_reconnect: Callable[[str], None] | None) -> None:
+        self.on_reconnect = on_reconnect
+        self.since: float | None = None  # the first failed attempt of this outage
+        self.failures = 0
+        self.connected = False
+        self.noted = False
+
+    def say(self, message: str) -> None:
+        if self.on_reconnect:
+            self.on_reconnect(message)
+
+    def over(self) -> None:
+        if self.noted:
+            self.say("resumed")
+        self.since, self.failures, self.connected, self.noted = None, 0, True, False
+
+    def wait(self, failure: CliError | None) -> None:
+        """Before the next attempt; `failure` (None: the stream just ended) is raised when it
+        is time to give up."""
+        now = time.monotonic()
+        if failure is not None:
+            self.failures += 1
+            self.since = now if self.since is None else self.since
+            if not self.connected or now - self.since >= RECONNECT_FOR:
+                raise failure
+        if not self.noted:
+            self.say("the connection dropped; resuming")
+            self.noted = True
+        time.sleep(min(RECONNECT_BACKOFF_MAX, 0.2 * 2**self.failures))
 
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:
