@@ -7,7 +7,15 @@ long the doorbell's LISTEN connection or an informer may stay down before the pr
 how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
+`AICP_NAMESPACE` (`aicp-system`) is the namespace aicp runs in: the project whose namespace
+would be that one is a reserved name (`app.domain.naming.reserved_project_problem`).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
+`AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
+`AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
+(`app.api.http_limits.HttpLimits`).
+`AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
+limits on open log follows (`app.api.follows`), each replica's own (docs/RELIABILITY.md
+"Tenants and clients").
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
 ``ConfigError`` whose message is one line per bad variable, naming it, the value (hidden for
@@ -17,10 +25,13 @@ secrets) and what is expected. ``python -m app serve`` prints that and exits wit
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -29,6 +40,7 @@ T = TypeVar("T")
 
 LogFormat = Literal["json", "console"]
 MIN_ADMIN_TOKEN_LENGTH = 16
+DEFAULT_TOKENS_PER_PROJECT = 1000
 
 
 class ConfigError(ValueError):
@@ -66,6 +78,12 @@ def _log_format(raw: str) -> LogFormat:
 
 def _database_url(raw: str) -> str:
     if not raw.startswith(("postgresql://", "postgres://")):
+        raise ValueError(raw)
+    return raw
+
+
+def _namespace(raw: str) -> str:
+    if len(raw) > 63 or re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", raw) is None:
         raise ValueError(raw)
     return raw
 
@@ -136,6 +154,27 @@ class Settings:
     streams_per_token: int = 50
     stream_buffer_bytes: int = 1 << 20
     stream_history_seconds: float = 3600.0
+    tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT
+    http_max_head_bytes: int = 65536
+    http_max_request_line_bytes: int = 8192
+    http_max_headers: int = 100
+    http_head_timeout_seconds: float = 10.0
+    http_body_timeout_seconds: float = 30.0
+    http_max_connections: int = 4096
+    streams_per_project: int = 500
+    # Request rate limits, per replica (app.api.ratelimit): per second, 0 turns one off.
+    rate_reads_per_token: float = 200.0
+    rate_writes_per_token: float = 10.0
+    rate_reads_per_project: float = 500.0
+    rate_writes_per_project: float = 20.0
+    rate_auth_failures_per_client: float = 10.0
+    rate_burst_seconds: float = 5.0
+    # Pod log follows open at once (app.api.follows); the replica's limit is also the size of
+    # their own Kubernetes connection pool.
+    log_follows_max: int = 32
+    log_follows_per_token: int = 4
+    log_follows_per_project: int = 8
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -240,6 +279,55 @@ class Settings:
                 _positive_seconds,
                 "a positive number of seconds",
             ),
+            tokens_per_project=read(
+                "AICP_TOKENS_PER_PROJECT",
+                DEFAULT_TOKENS_PER_PROJECT,
+                _int_between(1, 1_000_000),
+                "an integer between 1 and 1000000",
+            ),
+            http_max_head_bytes=read(
+                "AICP_HTTP_MAX_HEAD_BYTES",
+                65536,
+                _int_between(1024, 1 << 24),
+                "a number of bytes between 1024 and 16777216",
+            ),
+            http_max_request_line_bytes=read(
+                "AICP_HTTP_MAX_REQUEST_LINE_BYTES",
+                8192,
+                _int_between(256, 1 << 24),
+                "a number of bytes between 256 and 16777216",
+            ),
+            http_max_headers=read(
+                "AICP_HTTP_MAX_HEADERS",
+                100,
+                _int_between(8, 10_000),
+                "an integer between 8 and 10000",
+            ),
+            http_head_timeout_seconds=read(
+                "AICP_HTTP_HEAD_TIMEOUT_SECONDS",
+                10.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_body_timeout_seconds=read(
+                "AICP_HTTP_BODY_TIMEOUT_SECONDS",
+                30.0,
+                _positive_seconds,
+                "a positive number of seconds",
+            ),
+            http_max_connections=read(
+                "AICP_HTTP_MAX_CONNECTIONS",
+                4096,
+                _int_between(1, 1_000_000),
+                "an integer from 1",
+            ),
+            **_fairness(reader, cls),
+            install_namespace=read(
+                "AICP_NAMESPACE",
+                DEFAULT_INSTALL_NAMESPACE,
+                _namespace,
+                "a namespace name (a DNS-1123 label of at most 63 characters)",
+            ),
         )
         if not dev_mode:
             reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")
@@ -251,6 +339,46 @@ class Settings:
         if reader.problems:
             raise ConfigError("\n".join(reader.problems))
         return settings
+
+
+def _fairness(reader: _Reader, cls: type[Settings]) -> dict[str, Any]:
+    """The limits that keep one tenant or client from crowding out the others (defaults: the
+    field defaults of `Settings`)."""
+    read = reader.read
+    per_second = "a number of requests per second, 0 for no limit"
+    rates = {
+        field: read(name, getattr(cls, field), _rate_or_off, per_second)
+        for field, name in (
+            ("rate_reads_per_token", "AICP_RATE_READS_PER_TOKEN"),
+            ("rate_writes_per_token", "AICP_RATE_WRITES_PER_TOKEN"),
+            ("rate_reads_per_project", "AICP_RATE_READS_PER_PROJECT"),
+            ("rate_writes_per_project", "AICP_RATE_WRITES_PER_PROJECT"),
+            ("rate_auth_failures_per_client", "AICP_RATE_AUTH_FAILURES_PER_CLIENT"),
+        )
+    }
+    counts = {
+        field: read(name, getattr(cls, field), _int_between(1, 1_000_000), "an integer from 1")
+        for field, name in (
+            ("streams_per_project", "AICP_STREAMS_PER_PROJECT"),
+            ("log_follows_max", "AICP_LOG_FOLLOWS_MAX"),
+            ("log_follows_per_token", "AICP_LOG_FOLLOWS_PER_TOKEN"),
+            ("log_follows_per_project", "AICP_LOG_FOLLOWS_PER_PROJECT"),
+        )
+    }
+    burst = read(
+        "AICP_RATE_BURST_SECONDS",
+        cls.rate_burst_seconds,
+        _positive_seconds,
+        "a positive number of seconds",
+    )
+    return {**rates, **counts, "rate_burst_seconds": burst}
+
+
+def _rate_or_off(raw: str) -> float:
+    value = float(raw)
+    if not 0 <= value < float("inf"):  # also rejects NaN
+        raise ValueError(raw)
+    return value
 
 
 def default_instance_id() -> str:

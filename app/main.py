@@ -33,6 +33,9 @@ import uvicorn
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.api.changefeed import ChangeFeed, FeedConfig
+from app.api.follows import FollowLimits
+from app.api.http_limits import HttpLimits, limited_protocol
+from app.api.ratelimit import RateLimits
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store import changes, idempotency, retention
 from app.store.db import Database
@@ -138,6 +141,10 @@ class Service:
                 liveness=self.supervisor.liveness,
                 token_cache=self.token_cache,
                 feed=self.feed,
+                tokens_per_project=settings.tokens_per_project,
+                rate_limits=RateLimits.of(settings),
+                follow_limits=FollowLimits.of(settings),
+                install_namespace=settings.install_namespace,
             )
             self.app = create_app(deps)
             await self._start_http()
@@ -245,6 +252,7 @@ class Service:
                 heartbeat_seconds=settings.stream_heartbeat_seconds,
                 max_streams=settings.streams_max,
                 max_per_token=settings.streams_per_token,
+                max_per_project=settings.streams_per_project,
                 buffer_bytes=settings.stream_buffer_bytes,
                 history_seconds=settings.stream_history_seconds,
             ),
@@ -325,9 +333,18 @@ class Service:
 
     async def _start_http(self) -> None:
         assert self.app is not None
+        settings = self.settings
+        limits = HttpLimits(
+            max_head_bytes=settings.http_max_head_bytes,
+            max_request_line_bytes=settings.http_max_request_line_bytes,
+            max_headers=settings.http_max_headers,
+            head_timeout_seconds=settings.http_head_timeout_seconds,
+            body_timeout_seconds=settings.http_body_timeout_seconds,
+            max_connections=settings.http_max_connections,
+        )
         config = uvicorn.Config(
             asgi_app(self.app),
-            http="httptools",
+            http=limited_protocol(limits),
             loop="none",
             lifespan="off",
             log_config=None,

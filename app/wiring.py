@@ -58,6 +58,7 @@ def kube_settings_for(settings: Settings) -> KubeSettings:
         kubeconfig=settings.kubeconfig,
         write_qps=settings.kube_write_qps,
         write_burst=settings.kube_write_burst,
+        log_connection_pool_size=settings.log_follows_max,
     )
 
 

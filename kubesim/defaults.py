@@ -149,6 +149,15 @@ def check_job_update(rt: ResourceType, old: Obj, new: Obj) -> None:
         raise invalid(rt, old["metadata"]["name"], causes)
 
 
+def check_local_queue_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """A LocalQueue's `spec.clusterQueue` is immutable (Kueue's CEL rule `self == oldSelf`)."""
+    if rt.plural != "localqueues":
+        return
+    before = (old.get("spec") or {}).get("clusterQueue")
+    if before != (new.get("spec") or {}).get("clusterQueue"):
+        raise invalid(rt, old["metadata"]["name"], [_immutable("spec.clusterQueue")])
+
+
 def _immutable(field: str) -> dict[str, str]:
     return {
         "reason": "FieldValueInvalid",

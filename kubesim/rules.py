@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _STANDARD_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -32,9 +32,9 @@ Cause = tuple[str, str]
 def qualified_name_problem(key: str) -> str | None:
     """Kubernetes' `IsQualifiedName`: None when `key` is one, else the apiserver's complaint."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         return "prefix part must be a lowercase RFC 1123 subdomain"
-    if not name or len(name) > 63 or not _NAME.match(name):
+    if not name or len(name) > 63 or not _NAME.fullmatch(name):
         return (
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
             "and end with an alphanumeric character (at most 63 characters)"
@@ -45,7 +45,7 @@ def qualified_name_problem(key: str) -> str | None:
 def label_value_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return "must be a string"
-    if len(value) > 63 or (value and not _NAME.match(value)):
+    if len(value) > 63 or (value and not _NAME.fullmatch(value)):
         return (
             "a valid label must be an empty string or consist of alphanumeric characters, '-', "
             "'_' or '.', and must start and end with an alphanumeric character (at most 63)"

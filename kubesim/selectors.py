@@ -17,8 +17,8 @@ from kubesim.model import StoreError
 
 Op = Literal["=", "!=", "in", "notin", "exists", "!exists"]
 
-_SET_RE = re.compile(r"^\s*(!?)\s*([A-Za-z0-9./_-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
-_EQ_RE = re.compile(r"^\s*([A-Za-z0-9./_-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)\s*$")
+_SET_RE = re.compile(r"\s*(!?)\s*([A-Za-z0-9./_-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*")
+_EQ_RE = re.compile(r"\s*([A-Za-z0-9./_-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)\s*")
 
 FIELD_SELECTABLE: dict[str, frozenset[str]] = {
     "Pod": frozenset({"spec.nodeName", "status.phase"}),
@@ -76,12 +76,12 @@ def parse_label_selector(selector: str | None) -> tuple[Requirement, ...]:
         return ()
     reqs: list[Requirement] = []
     for term in _split_terms(selector):
-        eq = _EQ_RE.match(term)
+        eq = _EQ_RE.fullmatch(term)
         if eq:
             key, op, value = eq.groups()
             reqs.append(Requirement(key, "!=" if op == "!=" else "=", frozenset({value})))
             continue
-        st = _SET_RE.match(term)
+        st = _SET_RE.fullmatch(term)
         if not st:
             raise _bad(selector)
         neg, key, set_op, values = st.groups()
@@ -127,7 +127,7 @@ def parse_field_selector(selector: str | None, kind: str) -> tuple[FieldRequirem
     allowed = {"metadata.name", "metadata.namespace"} | FIELD_SELECTABLE.get(kind, frozenset())
     reqs = []
     for term in _split_terms(selector):
-        m = re.match(r"^\s*([A-Za-z0-9._-]+)\s*(==|=|!=)\s*(.*?)\s*$", term)
+        m = re.fullmatch(r"\s*([A-Za-z0-9._-]+)\s*(==|=|!=)\s*(.*?)\s*", term)
         if not m:
             raise _bad(selector, "field")
         field, op, value = m.groups()

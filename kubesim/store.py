@@ -37,6 +37,7 @@ from kubesim.defaults import (
     check_finalizers,
     check_job_status,
     check_job_update,
+    check_local_queue_update,
     compose_write,
     normalise,
     prepare_create,
@@ -308,6 +309,7 @@ class Store(PatchMixin, DeletionMixin):
         if subresource is None:
             self._admit(rt, "UPDATE", result, clone(old))
             check_job_update(rt, old, result)
+            check_local_queue_update(rt, old, result)
             check_finalizers(rt, old, result)
         else:
             check_job_status(rt, old, result)

@@ -26,8 +26,8 @@ SCHEMA_VERSION = "1.37.0"
 _SCHEMA_DIR = f"kubernetes-json-schema/v{SCHEMA_VERSION}-local-strict"
 CUSTOM_SCHEMAS = Path(__file__).with_name("schemas")
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
     meta = obj.get("metadata") or {}
     name = meta.get("name") or ""
     pattern = _DNS_LABEL if rt.plural in ("namespaces",) else _DNS_SUBDOMAIN
-    if not pattern.match(name) or len(name) > 253:
+    if not pattern.fullmatch(name) or len(name) > 253:
         causes.append(
             {
                 "reason": "FieldValueInvalid",

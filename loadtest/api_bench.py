@@ -38,6 +38,18 @@ PROJECT = "bench"
 # A request slower than this fails the run instead of hanging it.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
 POOL = "bench-pool"
+#: A benchmark of one replica's capacity sends one token's requests as fast as it can: the
+#: per-token and per-project rate limits (a tenant policy, docs/API.md) are turned off.
+NO_RATE_LIMITS = {
+    f"AICP_RATE_{name}": "0"
+    for name in (
+        "READS_PER_TOKEN",
+        "WRITES_PER_TOKEN",
+        "READS_PER_PROJECT",
+        "WRITES_PER_PROJECT",
+        "AUTH_FAILURES_PER_CLIENT",
+    )
+}
 
 
 @dataclass
@@ -141,6 +153,7 @@ async def served(pg: str, token: str) -> AsyncIterator[tuple[str, int]]:
         "AICP_HTTP_HOST": "127.0.0.1",
         "AICP_HTTP_PORT": str(port),
         "AICP_LOG_FORMAT": "json",
+        **NO_RATE_LIMITS,
     }
     # The service logs to a file: an unread pipe would fill up and stall it mid-run.
     log = stack.enter_context((directory / "app.log").open("w+b"))

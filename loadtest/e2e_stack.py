@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ class Stack:
     headers: dict[str, str]
     aicp_pid: int
     kubesim_pid: int
+    #: Stops aicp (SIGTERM) and starts it again on the same port; sets `aicp_pid`.
+    restart_aicp: Callable[[], Awaitable[None]] | None = None
 
     def cpu_seconds(self, pid: int) -> float:
         """User + system CPU time a process has used so far (Linux `/proc`)."""
@@ -49,13 +51,15 @@ class Stack:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def _start(
+    argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO
+) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
-    for _ in range(600):
+    for _ in range(2400):
         for line in log.read_text(errors="replace").splitlines():
             if needle in line:
                 return line
@@ -76,16 +80,22 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def e2e_stack(admin_url: str, **aicp_env: str) -> AsyncIterator[Stack]:
+async def e2e_stack(
+    admin_url: str, *, aicp_repo: Path = REPO, **aicp_env: str
+) -> AsyncIterator[Stack]:
+    """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
+    commit's, to compare), with this interpreter."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env) as stack,
+        _processes(database_url, aicp_env, aicp_repo) as stack,
     ):
         yield stack
 
 
 @contextlib.asynccontextmanager
-async def _processes(database_url: str, aicp_env: dict[str, str]) -> AsyncIterator[Stack]:
+async def _processes(
+    database_url: str, aicp_env: dict[str, str], aicp_repo: Path
+) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     try:
         with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
@@ -120,25 +130,48 @@ async def _processes(database_url: str, aicp_env: dict[str, str]) -> AsyncIterat
                 "AICP_LOG_FORMAT": "console",
                 **aicp_env,
             }
-            aicp = _start([sys.executable, "-m", "app", "serve"], env, directory / "aicp.log")
+            aicp = _start(
+                [sys.executable, "-m", "app", "serve"], env, directory / "aicp.log", aicp_repo
+            )
             processes.insert(0, aicp)
             line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
             aicp_url = line.rsplit(" ", 1)[1].strip()
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
             stack = Stack(aicp_url, kubesim_url, database_url, headers, aicp.pid, kubesim.pid)
-            async with httpx.AsyncClient(base_url=aicp_url) as client:
-                for _ in range(200):
-                    if (await client.get("/readyz")).status_code == 200:
-                        break
-                    await asyncio.sleep(0.05)
-                else:
-                    raise SystemExit("aicp did not become ready")
+            await _wait_ready(aicp_url)
+
+            async def restart() -> None:
+                _stop(processes.pop(0))
+                port = aicp_url.rsplit(":", 1)[1]
+                log = directory / "aicp-restarted.log"
+                again = _start(
+                    [sys.executable, "-m", "app", "serve"],
+                    {**env, "AICP_HTTP_PORT": port},
+                    log,
+                    aicp_repo,
+                )
+                processes.insert(0, again)
+                await _wait_for_line(log, "serving on", again)
+                stack.aicp_pid = again.pid
+                await _wait_ready(aicp_url)
+
+            stack.restart_aicp = restart
             yield stack
             for process in processes:
                 _stop(process)
     finally:
         for process in processes:
             _stop(process)
+
+
+async def _wait_ready(url: str, timeout: float = 120.0) -> None:
+    async with httpx.AsyncClient(base_url=url) as client:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            if (await client.get("/readyz")).status_code == 200:
+                return
+            await asyncio.sleep(0.05)
+    raise SystemExit("aicp did not become ready")
 
 
 async def setup_pool(client: httpx.AsyncClient, accelerators: int = 16) -> None:

@@ -10,14 +10,27 @@ Kueue Workload in aicp's informer caches. Prints aicp's resident set (VmRSS, and
 from /proc) when it is ready, when every workload is submitted, and once every workload is
 RUNNING or QUEUED (counted in the database), then again after `--settle` seconds of steady state
 (renewals, sweeps, resyncs), the numbers the 400 MB target is about.
+
+With large specs (docs/RELIABILITY.md, "Memory"):
+
+    .venv/bin/python loadtest/live_workloads_rss.py --workloads 500 --spec-bytes 224000 \
+        --lists 8 --replay 1000 --restart
+
+`--spec-bytes` pads each workload's environment to that many bytes (the body limit is 256 KiB);
+`--lists` then sends that many `limit=500` lists at once, `--replay` opens a list watch whose
+`Last-Event-ID` replays that many changes and reads them all, and `--restart` restarts aicp and
+measures it idle once ready. For each, the highest resident set sampled (every 20 ms) meanwhile.
+`--aicp-repo` runs another checkout's aicp (e.g. an older commit, to compare).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -25,7 +38,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import WORKLOADS, Stack, e2e_stack, setup_pool, workload
+from loadtest.e2e_stack import REPO, WORKLOADS, Stack, e2e_stack, setup_pool, workload
+from loadtest.lease_cadence import in_background
 
 LIVE = ("RUNNING", "QUEUED")
 
@@ -51,9 +65,81 @@ def show(stack: Stack, moment: str) -> float:
     return rss
 
 
-async def submit(client: httpx.AsyncClient, count: int, concurrency: int) -> None:
+def padded_env(spec_bytes: int) -> dict[str, str]:
+    """The environment of a workload whose body is about `spec_bytes` long (values of at most
+    32,000 characters each, the spec's limit per value)."""
+    env = {"KUBESIM_RUN_SECONDS": "3600"}
+    for i in range(spec_bytes // 32_000):
+        env[f"PAD_{i}"] = "x" * 32_000
+    if spec_bytes % 32_000:
+        env["PAD_REST"] = "x" * (spec_bytes % 32_000)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def peak_rss(pid: int) -> AsyncIterator[list[float]]:
+    """The highest VmRSS (MB) sampled every 20 ms while the block runs, in a one-item list."""
+    peak = [0.0]
+
+    async def sample() -> None:
+        while True:
+            peak[0] = max(peak[0], memory_mb(pid)[0])
+            await asyncio.sleep(0.02)
+
+    try:
+        async with in_background(sample()):
+            yield peak
+    finally:
+        peak[0] = max(peak[0], memory_mb(pid)[0])
+
+
+async def lists_at_once(stack: Stack, client: httpx.AsyncClient, count: int) -> None:
+    """`count` concurrent `limit=500` lists (the first page each)."""
+    async with peak_rss(stack.aicp_pid) as peak:
+        responses = await asyncio.gather(
+            *(client.get(WORKLOADS, params={"limit": 500}) for _ in range(count))
+        )
+    items = [len(r.json()["items"]) for r in responses if r.status_code == 200]
+    print(
+        f"{count} limit=500 lists at once: peak aicp RSS {peak[0]:7.1f} MB; statuses "
+        f"{sorted({r.status_code for r in responses})}, items per page {sorted(set(items))}",
+        flush=True,
+    )
+
+
+async def replay(stack: Stack, client: httpx.AsyncClient, conn: asyncpg.Connection, n: int) -> None:
+    """A list watch resumed about `n` changes back, read to its `n`th event (a margin of 100
+    under the 1,000-change limit leaves room for changes committed meanwhile)."""
+    n -= 100
+    resume = await conn.fetchval(
+        "SELECT change_id FROM workload_changes ORDER BY change_id DESC OFFSET $1 LIMIT 1", n
+    )
+    seen = 0
+    started = time.perf_counter()
+    headers = {"Last-Event-ID": str(resume)}
+    async with (
+        peak_rss(stack.aicp_pid) as peak,
+        client.stream("GET", WORKLOADS, params={"watch": "true"}, headers=headers) as response,
+    ):
+        if response.status_code != 200:  # e.g. 410: too many changes committed meanwhile
+            print(f"replay: {response.status_code} {await response.aread()!r}", flush=True)
+            return
+        async for line in response.aiter_lines():
+            seen += line.startswith("event:")
+            if seen >= n:
+                break
+    print(
+        f"replay of {seen} changes: peak aicp RSS {peak[0]:7.1f} MB, "
+        f"read in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+
+
+async def submit(
+    client: httpx.AsyncClient, count: int, concurrency: int, spec_bytes: int = 0
+) -> None:
     names = iter(range(count))
-    body_env = {"KUBESIM_RUN_SECONDS": "3600"}
+    body_env = padded_env(spec_bytes)
 
     async def caller() -> None:
         for i in names:
@@ -76,7 +162,7 @@ async def live_counts(conn: asyncpg.Connection) -> dict[str, int]:
 
 async def main(args: argparse.Namespace) -> None:
     env = {"AICP_KUBE_WRITE_QPS": str(args.write_qps), "AICP_KUBE_WRITE_BURST": str(args.write_qps)}
-    async with e2e_stack(args.admin_url, **env) as stack:
+    async with e2e_stack(args.admin_url, aicp_repo=args.aicp_repo, **env) as stack:
         limits = httpx.Limits(max_connections=args.concurrency)
         async with httpx.AsyncClient(
             base_url=stack.aicp_url, headers=stack.headers, limits=limits, timeout=60
@@ -84,7 +170,7 @@ async def main(args: argparse.Namespace) -> None:
             await setup_pool(client, accelerators=args.quota)
             show(stack, "ready, pool READY, no workloads")
             started = time.perf_counter()
-            await submit(client, args.workloads, args.concurrency)
+            await submit(client, args.workloads, args.concurrency, args.spec_bytes)
             print(
                 f"submitted {args.workloads} in {time.perf_counter() - started:.1f} s", flush=True
             )
@@ -113,6 +199,16 @@ async def main(args: argparse.Namespace) -> None:
                     "SELECT count(*) FROM leases WHERE owner = 'bench' AND expires_at > now()"
                 )
                 print(f"leases held by aicp: {held}; states: {dict(sorted(counts.items()))}")
+                if args.lists:
+                    await lists_at_once(stack, client, args.lists)
+                if args.replay:
+                    await replay(stack, client, conn, args.replay)
+                if args.restart:
+                    assert stack.restart_aicp is not None
+                    await stack.restart_aicp()
+                    show(stack, "restarted, ready")
+                    await asyncio.sleep(args.settle)
+                    show(stack, f"restarted, after {args.settle:g} s idle")
             finally:
                 await conn.close()
 
@@ -130,4 +226,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--settle", type=float, default=20.0)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--spec-bytes", type=int, default=0, help="pad each spec to this")
+    parser.add_argument("--lists", type=int, default=0, help="concurrent limit=500 lists")
+    parser.add_argument("--replay", type=int, default=0, help="changes a resumed watch replays")
+    parser.add_argument("--restart", action="store_true", help="restart aicp, measure it idle")
+    parser.add_argument("--aicp-repo", type=Path, default=REPO, help="the checkout to run")
     asyncio.run(main(parser.parse_args()))

@@ -24,6 +24,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loadtest.api_bench import NO_RATE_LIMITS
+
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "loadtest" / "reports"
 
@@ -78,6 +82,9 @@ def dev_service(state: Path, database_url: str | None) -> Iterator[tuple[str, st
     """`python -m app dev` in `state`; yields its base URL and admin token."""
     port = _free_port()
     env = {**os.environ, "AICP_HTTP_PORT": str(port), "AICP_STATE_DIR": str(state)}
+    # Every simulated engineer shares one editor token: the per-token rate limits (a tenant
+    # policy) would measure that sharing, not the service.
+    env.update(NO_RATE_LIMITS)
     env.pop("KUBECONFIG", None)  # always the embedded simulator
     env.pop("DATABASE_URL", None)
     if database_url is not None:

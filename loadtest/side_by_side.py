@@ -47,7 +47,16 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.store.migrations import discover
-from loadtest.api_bench import POOL, PROJECT, _bearer, _free_port, kubesim, process_cpu, setup
+from loadtest.api_bench import (
+    NO_RATE_LIMITS,
+    POOL,
+    PROJECT,
+    _bearer,
+    _free_port,
+    kubesim,
+    process_cpu,
+    setup,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
@@ -247,6 +256,7 @@ async def both_servers(
                 "AICP_HTTP_HOST": "127.0.0.1",
                 "AICP_HTTP_PORT": str(aicp_port),
                 "AICP_LOG_FORMAT": "json",
+                **NO_RATE_LIMITS,
             }
             aicp_log = stack.enter_context((directory / "aicp.log").open("w+b"))
             aicp = subprocess.Popen(

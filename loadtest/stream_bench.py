@@ -41,7 +41,7 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.api_bench import kubesim
+from loadtest.api_bench import NO_RATE_LIMITS, kubesim
 from loadtest.databases import with_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +111,8 @@ async def served(pg: str, token: str, watchers: int) -> AsyncIterator[tuple[int,
             "AICP_LOG_FORMAT": "json",
             "AICP_STREAMS_MAX": str(watchers + 100),
             "AICP_STREAMS_PER_TOKEN": str(watchers + 100),
+            "AICP_STREAMS_PER_PROJECT": str(watchers + 100),
+            **NO_RATE_LIMITS,
         }
         app = None
         try:

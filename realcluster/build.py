@@ -224,6 +224,17 @@ def _module_dir(unit: str, module: str) -> Path:
     return directory
 
 
+def gateway_api_crds() -> Path | None:
+    """The standard-channel Gateway API CRDs at the version Kueue's go.mod pins, from the Go
+    module cache (the real cluster's build downloads it); None without Go or that module."""
+    try:
+        gateway_api = _module_dir("kueue", "sigs.k8s.io/gateway-api")
+    except BuildError:
+        return None
+    crds = gateway_api / "config" / "crd" / "standard"
+    return crds if crds.is_dir() else None
+
+
 def _copy_pinned_files(build: Build) -> None:
     kueue = _module_dir("kueue", "sigs.k8s.io/kueue")
     shutil.rmtree(build.kueue_crds, ignore_errors=True)

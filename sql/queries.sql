@@ -63,16 +63,17 @@ SELECT pg_notify('aicp_work', $1);
 -- One clock reading for both times, so a new row never shows updated_at before created_at.
 WITH clock AS (SELECT clock_timestamp() AS at)
 INSERT INTO projects (id, name, display_name, labels, spec, state_reason, created_by,
-                      created_at, updated_at)
-SELECT $1::uuid, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::text, clock.at, clock.at
+                      created_at, updated_at, limits)
+SELECT $1::uuid, $2::text, $3::text, $4::jsonb, $5::jsonb, $6::text, $7::text, clock.at, clock.at,
+       $8::jsonb
 FROM clock
 ON CONFLICT (name) DO NOTHING
 RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
-          deletion_requested_at, created_at, updated_at, created_by;
+          deletion_requested_at, created_at, updated_at, created_by, limits;
 
 -- name: project_by_name
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE name = $1;
 
@@ -81,7 +82,7 @@ SELECT id FROM projects WHERE name = $1;
 
 -- name: list_projects
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE (created_at, id) < ($1, $2)
 ORDER BY created_at DESC, id DESC
@@ -90,7 +91,7 @@ LIMIT $3;
 -- name: list_projects_by_id
 -- A project token sees exactly its own project.
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
-       deletion_requested_at, created_at, updated_at, created_by
+       deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
 WHERE id = $1 AND (created_at, id) < ($2, $3)
 ORDER BY created_at DESC, id DESC
@@ -106,6 +107,35 @@ SELECT generation FROM projects WHERE id = $1 FOR UPDATE;
 -- request to commit and then re-checks the row, so no child is created in a DELETING project.
 SELECT deletion_requested_at IS NULL AS live FROM projects WHERE id = $1 FOR SHARE;
 
+-- name: lock_project_for_limits
+-- A limits change: FOR NO KEY UPDATE waits for pool creates and quota changes under way (they
+-- hold FOR SHARE, lock_live_project) and makes later ones wait for this transaction.
+SELECT generation, deletion_requested_at IS NULL AS live, spec
+FROM projects WHERE id = $1 FOR NO KEY UPDATE;
+
+-- name: set_project_limits
+-- A new generation, so the project's step observes it (it re-applies the namespace).
+UPDATE projects
+SET limits = $2::jsonb, spec = $3::jsonb, generation = generation + 1, updated_at = now()
+WHERE id = $1
+RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
+          deletion_requested_at, created_at, updated_at, created_by, limits;
+
+-- name: project_limits_for_pools
+-- A pool create or quota change, under the project's FOR SHARE lock (lock_live_project).
+SELECT limits FROM projects WHERE id = $1;
+
+-- name: lock_project_quota
+-- Serializes pool creates and quota changes of one project while it has limits: the second
+-- of two at once counts the first's pool. Released at commit.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-quota:' || $1::uuid::text, 0));
+
+-- name: project_pool_quotas
+-- Every pool of the project but $2 (the one being changed; NIL for a new one), those being
+-- deleted too: their ClusterQueues hold quota until they are gone.
+SELECT accelerator_class, spec -> 'quota' AS quota
+FROM compute_pools WHERE project_id = $1 AND id <> $2;
+
 -- name: project_references
 (SELECT 'compute-pool/' || name AS ref FROM compute_pools WHERE project_id = $1
  ORDER BY name LIMIT 20)
@@ -120,7 +150,7 @@ UPDATE projects
 SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
 WHERE id = $1 AND deletion_requested_at IS NULL
 RETURNING id, name, display_name, labels, generation, observed_generation, state, state_reason,
-          deletion_requested_at, created_at, updated_at, created_by;
+          deletion_requested_at, created_at, updated_at, created_by, limits;
 
 -- ===== section: tokens =====
 
@@ -135,33 +165,54 @@ JOIN projects p ON p.id = t.project_id
 WHERE t.secret_sha256 = $1;
 
 -- name: insert_token
-INSERT INTO api_tokens (id, project_id, name, role, secret_sha256, expires_at, created_by)
+-- $8 minted_by (NULL: the platform admin); $9 the minter's expiry, which the new token's never
+-- passes (the API refuses a longer life first; LEAST keeps the rule against clock skew).
+INSERT INTO api_tokens (id, project_id, name, role, secret_sha256, expires_at, created_by,
+                        minted_by)
 VALUES ($1, $2, $3, $4, $5,
-        CASE WHEN $6::int IS NULL THEN NULL ELSE now() + make_interval(days => $6::int) END,
-        $7)
+        CASE WHEN $6::int IS NULL THEN $9::timestamptz
+             ELSE LEAST(now() + make_interval(days => $6::int), $9::timestamptz) END,
+        $7, $8)
 ON CONFLICT (project_id, name) DO NOTHING
-RETURNING id, name, role, created_at, expires_at, revoked_at, created_by;
+RETURNING id, name, role, created_at, expires_at, revoked_at, created_by, minted_by;
+
+-- name: lock_project_tokens
+-- Serializes token creates of one project (the live-token cap), without a row lock on the
+-- project that would queue workload creates behind them. Released at commit.
+SELECT pg_advisory_xact_lock(hashtextextended('aicp-tokens:' || $1::uuid::text, 0));
+
+-- name: live_tokens_of_project
+SELECT count(*) FROM api_tokens
+WHERE project_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now());
 
 -- name: list_tokens
-SELECT id, name, role, created_at, expires_at, revoked_at, created_by
+SELECT id, name, role, created_at, expires_at, revoked_at, created_by, minted_by
 FROM api_tokens
 WHERE project_id = $1 AND (created_at, id) < ($2, $3)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- name: revoke_token
--- Returns the token only when this call revoked it (not when it was already revoked).
+-- The token and every token it minted, recursively (through already revoked ones too), in one
+-- statement. Returns the tokens this call revoked (none when all already were); `root` marks
+-- the one named.
+WITH RECURSIVE tree AS (
+    SELECT id FROM api_tokens WHERE id = $1 AND project_id = $2
+    UNION
+    SELECT child.id FROM api_tokens child JOIN tree ON child.minted_by = tree.id
+)
 UPDATE api_tokens SET revoked_at = now()
-WHERE id = $1 AND project_id = $2 AND revoked_at IS NULL
-RETURNING id, name;
+WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL
+RETURNING id, name, id = $1 AS root;
 
 -- name: token_exists
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
 
 -- name: notify_token_revoked
--- Every replica closes the revoked token's open streams at once (app/api/changefeed.py); the
--- payload is the token id. Revocations are rare: the NOTIFY commit lock costs nothing here.
-SELECT pg_notify('aicp_tokens', $1);
+-- Every replica closes the revoked tokens' open streams at once (app/api/changefeed.py); one
+-- notification per token, its id the payload. Revocations are rare: the NOTIFY commit lock
+-- costs nothing here.
+SELECT pg_notify('aicp_tokens', id::text) FROM unnest($1::uuid[]) AS id;
 
 -- ===== section: accelerator bindings =====
 
@@ -264,13 +315,28 @@ WHERE k.created_at < now() - interval '24 hours'
 RETURNING k.identity;
 
 -- name: idempotent_response
-SELECT request_sha256, status, body, location
+SELECT request_sha256, status, body, location, resource_kind, resource_id
 FROM idempotency_keys
 WHERE identity = $1 AND key = $2;
 
 -- name: store_idempotent_response
-UPDATE idempotency_keys SET status = $3, body = $4, location = $5
+UPDATE idempotency_keys
+SET status = $3, body = $4, location = $5, resource_kind = $6, resource_id = $7
 WHERE identity = $1 AND key = $2;
+
+-- name: idempotent_resource_state
+-- What became of the resource a key created: 'live', 'deleting' (deletion requested; for a
+-- token: revoked), or NULL when it is gone.
+SELECT CASE $1::text
+    WHEN 'project' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                     ELSE 'deleting' END FROM projects WHERE id = $2)
+    WHEN 'pool' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                  ELSE 'deleting' END FROM compute_pools WHERE id = $2)
+    WHEN 'workload' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                      ELSE 'deleting' END FROM workloads WHERE id = $2)
+    WHEN 'token' THEN (SELECT CASE WHEN revoked_at IS NULL THEN 'live'
+                                   ELSE 'deleting' END FROM api_tokens WHERE id = $2)
+END AS state;
 
 -- name: purge_idempotency_keys
 DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
@@ -356,7 +422,7 @@ FOR KEY SHARE;
 
 -- name: lock_pool_for_update
 -- Before a quota change: NO KEY UPDATE does not wait for workload creates.
-SELECT id, generation, deletion_requested_at
+SELECT id, generation, deletion_requested_at, accelerator_class
 FROM compute_pools
 WHERE project_id = $1 AND name = $2
 FOR NO KEY UPDATE;
@@ -415,14 +481,15 @@ SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
 -- name: list_workloads
 -- One statement per filter combination, each walking the index in list order on exactly the
 -- columns it filters (0004): a generic plan of one statement with optional filters could not.
-SELECT * FROM workloads
+-- `row_bytes` (the row's text size) lets a page of large specs stop early (app.store.paging).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND (created_at, id) < ($2, $3::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
 -- name: list_workloads_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1 AND state = $2
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
@@ -433,14 +500,14 @@ SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
 
 -- name: list_workloads_in_pool
 -- $2 the pool's id (resolved from its name in the project beforehand).
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1
   AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT $5;
 
 -- name: list_workloads_in_pool_in_state
-SELECT * FROM workloads
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1 AND state = $3
   AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
@@ -501,12 +568,21 @@ SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
 
 -- name: changes_of_project
 -- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
--- oldest first, $4 at most.
-SELECT * FROM workload_changes
+-- oldest first, $4 at most; `row_bytes` sizes the next read (app.api.watches).
+SELECT c.*, octet_length(c::text) AS row_bytes FROM workload_changes c
 WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
   AND ($5::text IS NULL OR name = $5)
 ORDER BY change_id
 LIMIT $4;
+
+-- name: changes_count_of_project
+-- How many changes a resume would replay (those of changes_of_project), counted up to $4.
+SELECT count(*) FROM (
+    SELECT 1 FROM workload_changes
+    WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+      AND ($5::text IS NULL OR name = $5)
+    LIMIT $4
+) replayed;
 
 -- name: changes_purge
 -- Forget changes older than $1 seconds: everything before the first one that is younger (a
@@ -521,8 +597,8 @@ WHERE change_id < coalesce(
 -- name: workloads_watched
 -- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
 -- pool $4), each with its newest change number (`change_id`). Oldest first, a page of $7 after
--- ($5, $6).
-SELECT * FROM workloads
+-- ($5, $6); `row_bytes` sizes the next read (app.api.watches).
+SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)
@@ -551,6 +627,10 @@ DELETE FROM stream_interest WHERE replica = $1;
 -- Of the token ids $1 (those with open streams), the ones that still authenticate.
 SELECT id FROM api_tokens
 WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now());
+
+-- name: projects_still_live
+-- Of the project ids $1 (those with open streams), the ones whose deletion was not requested.
+SELECT id FROM projects WHERE id = ANY ($1::uuid[]) AND deletion_requested_at IS NULL;
 
 -- ===== section: reconcile steps =====
 -- app/store/reconciling.py: what the project, pool and workload steps read and write.

@@ -16,6 +16,7 @@ from app.api import (
     bindings,
     creating,
     events,
+    follows,
     pools,
     projects,
     shutdown,
@@ -25,7 +26,7 @@ from app.api import (
     workloads,
 )
 from app.api.api_docs import root, swagger_assets, swagger_plugin
-from app.api.auth import authorize
+from app.api.auth import LIMITER_KEY, REJECTED_KEY, authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
 from app.api.docs import describe_components, short_operation_id
@@ -34,7 +35,11 @@ from app.api.methods import MethodSemantics
 from app.api.observe import Observed
 from app.api.paging import Paging
 from app.api.problems import problem_response
+from app.api.ratelimit import RateLimiter
 from app.api.validation import MAX_BODY_BYTES
+from app.config import DEFAULT_TOKENS_PER_PROJECT
+from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
+from app.store.token_cache import RejectedTokens
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +47,8 @@ if TYPE_CHECKING:
     from litestar.types import ASGIApp
 
     from app.api.changefeed import ChangeFeed
+    from app.api.follows import FollowLimits
+    from app.api.ratelimit import RateLimits
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
@@ -67,6 +74,13 @@ class ApiDependencies:
     # None: every request reads its token from the database.
     token_cache: TokenCache | None = None
     feed: ChangeFeed | None = None  # the live streams; None: they answer 404
+    tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT  # live tokens a project may hold
+    # Request rate limits of this replica (app/api/ratelimit.py); None: no limits.
+    rate_limits: RateLimits | None = None
+    # Log follows open at once (app/api/follows.py); None: no limits.
+    follow_limits: FollowLimits | None = None
+    # The namespace aicp runs in: the project name that maps onto it is reserved.
+    install_namespace: str = DEFAULT_INSTALL_NAMESPACE
 
 
 def _resource_routes() -> list[Any]:
@@ -130,9 +144,16 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["liveness"] = deps.liveness
     app.state["kube"] = deps.kube
     app.state["token_cache"] = deps.token_cache
+    app.state[tokens.TOKENS_PER_PROJECT_KEY] = deps.tokens_per_project
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed
     shutdown.install(app)
+    app.state[LIMITER_KEY] = None if deps.rate_limits is None else RateLimiter(deps.rate_limits)
+    app.state[REJECTED_KEY] = RejectedTokens()
+    app.state[follows.STATE_KEY] = (
+        None if deps.follow_limits is None else follows.Follows(deps.follow_limits)
+    )
+    app.state["install_namespace"] = deps.install_namespace
     describe_components(app)
     return app
 

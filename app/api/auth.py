@@ -7,7 +7,11 @@ One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this 
    cache (app/store/token_cache.py), else with one indexed read. A revocation holds from the
    next request on on the replica that revoked it, and on the others as soon as the database's
    notification arrives (a cache that may have missed one is not used). Missing, malformed,
-   unknown, expired or revoked → 401.
+   unknown, expired or revoked → 401. A token not of the form `new_secret` makes, or one this
+   replica rejected before (`RejectedTokens`), is refused without a database read; a client
+   address whose tokens failed a read too often (app/api/ratelimit.py) is answered 429
+   instead of the next read.
+   Then a project token's request spends from its rate limits (429 beyond).
 2. **Scope** — a ``{project}`` path parameter must name a project the caller can see: any
    existing project for the admin, only its own for a project token. Otherwise 404, never 403,
    so a token cannot learn which other projects exist.
@@ -30,21 +34,25 @@ from typing import TYPE_CHECKING, Any, cast
 
 from app.domain.errors import Forbidden, NotFound, Unauthorized
 from app.domain.states import Role
+from app.observability.metrics import AUTH_FAILURES
 from app.store import tokens
 from app.store.queries import QUERIES
-from app.store.tokens import TOKEN_PREFIX
+from app.store.tokens import TOKEN_FORM
 
 if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
     from litestar.handlers.base import BaseRouteHandler
     from litestar.types import HTTPScope
 
+    from app.api.ratelimit import RateLimiter
     from app.store.db import Database
-    from app.store.token_cache import TokenCache
+    from app.store.token_cache import RejectedTokens, TokenCache
 
 PLATFORM_ADMIN = "platform-admin"
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _STATE_KEY = "caller"
+LIMITER_KEY = "rate_limiter"
+REJECTED_KEY = "rejected_tokens"
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,17 @@ def _database(connection: ASGIConnection[Any, Any, Any, Any]) -> Database:
     return db
 
 
+def client_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The peer's address (a proxy in front shares one address among its clients)."""
+    client = connection.client
+    return client.host if client is not None else ""
+
+
+def _limiter(connection: ASGIConnection[Any, Any, Any, Any]) -> RateLimiter | None:
+    limiter: RateLimiter | None = connection.app.state.get(LIMITER_KEY)
+    return limiter
+
+
 async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
     secret = _bearer(connection)
     admin_token: str | None = connection.app.state.get("admin_token")
@@ -111,16 +130,44 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Calle
         secret.encode("utf-8"), admin_token.encode("utf-8")
     ):
         return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
-    if not secret.startswith(TOKEN_PREFIX):
+    if not TOKEN_FORM.fullmatch(secret):
+        AUTH_FAILURES.labels("malformed").inc()
         raise Unauthorized("The token is not valid.")
+    key = tokens.digest(secret)
+    rejected: RejectedTokens | None = connection.app.state.get(REJECTED_KEY)
+    known = rejected.reason(key) if rejected is not None else None
+    if known is not None:
+        AUTH_FAILURES.labels("known-bad").inc()
+        raise Unauthorized(known)
+    limiter = _limiter(connection)
+    address = client_address(connection)
+
+    def before_read() -> None:
+        # A token not cached as valid costs a read: refused once this address failed too often.
+        if limiter is not None:
+            limiter.check_client(address)
+
     cache: TokenCache | None = connection.app.state.get("token_cache")
-    found = await tokens.authenticate_cached(_database(connection), cache, secret)
-    if found is None:
-        raise Unauthorized("The token is not valid.")
-    if found.revoked:
-        raise Unauthorized("The token has been revoked.")
-    if found.expired:
-        raise Unauthorized("The token has expired.")
+    found = await tokens.authenticate_cached(
+        _database(connection), cache, secret, before_read=before_read
+    )
+    reason = (
+        "The token is not valid."
+        if found is None
+        else "The token has been revoked."
+        if found.revoked
+        else "The token has expired."
+        if found.expired
+        else None
+    )
+    if reason is not None:
+        AUTH_FAILURES.labels("looked-up").inc()
+        if limiter is not None:
+            limiter.auth_failed(address)
+        if rejected is not None:
+            rejected.reject(key, reason)
+        raise Unauthorized(reason)
+    assert found is not None
     return Caller(
         actor=f"token:{found.id}",
         is_admin=False,
@@ -175,7 +222,11 @@ async def authorize(
     """The guard: authenticate, scope to the path's project, check the role (see module doc)."""
     if not connection.scope["path"].startswith("/api/"):
         return
-    caller = await _scope(connection, await _authenticate(connection))
+    caller = await _authenticate(connection)
+    limiter = _limiter(connection)
+    if limiter is not None:
+        limiter.admit(caller, cast("HTTPScope", connection.scope)["method"])
+    caller = await _scope(connection, caller)
     _check_role(connection, handler, caller)
     connection.state[_STATE_KEY] = caller
 

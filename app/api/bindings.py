@@ -1,11 +1,12 @@
 """``/api/v1/accelerator-bindings``: platform admin writes; any valid token reads."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Response, delete, get, put
+from litestar import Request, Response, delete, get, put
 from litestar.params import PathParameter
 
 from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.paging import CursorParam, Limit, PagingDep
@@ -13,6 +14,7 @@ from app.api.pools import raise_violations
 from app.domain.resources import Binding, BindingList
 from app.domain.specs import NAME_PATTERN, BindingPut
 from app.domain.validation import check_binding
+from app.kube.resources import RESOURCE_FLAVORS
 from app.store import bindings
 
 ClassPath = Annotated[
@@ -49,17 +51,20 @@ BINDING_BODY = json_body(
     "tolerations (at most 8) follow Kubernetes' and Kueue's ResourceFlavor rules. A flavor "
     "belongs to one shape: naming a flavor another class renders with other node labels or "
     "tolerations is 422 (field `flavor`). Changing the resource name, flavor, node labels or "
-    "tolerations while workloads of the class are unfinished is 409 `in-use` (naming them).",
+    "tolerations while workloads of the class are unfinished is 409 `in-use` (naming them). "
+    "A ResourceFlavor of that name that exists and is not aicp's is 409 `object-not-owned`.",
     responses={201: success(Binding, "Created"), **problems(*WRITE)},
     tags=["accelerator-bindings"],
 )
 async def put_binding(
+    request: Request[Any, Any, Any],
     accelerator_class: ClassPath,
     data: Annotated[BindingPut, BINDING_BODY],
     caller: CallerDep,
     db: DbDep,
 ) -> Response[Binding]:
     raise_violations(check_binding(data))
+    await refuse_foreign(request, RESOURCE_FLAVORS, None, data.flavor, {})
     async with db.transaction() as conn:
         binding, created = await bindings.put_binding(
             conn, accelerator_class=accelerator_class, spec=data, actor=caller.actor

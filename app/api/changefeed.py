@@ -28,11 +28,13 @@ NOTIFY is a hint. The feed also reads after its LISTEN connection (re)connects, 
 new project watched (a change that committed just before the mark did not ring), and every
 `poll_interval` while it has streams: a lost notification costs at most that much delay.
 
-Limits. At most `max_streams` open streams per process and `max_per_token` per token (429). A
+Limits. At most `max_streams` open streams per process, `max_per_project` per project (its
+share, so that one project cannot take them all) and `max_per_token` per token (429). A
 stream whose unsent frames exceed `buffer_bytes` (its client reads too slowly) is closed; the
 client resumes with `Last-Event-ID`. A revoked token's streams close on the `aicp_tokens`
 notification, and every `token_check_interval` the tokens with open streams are checked again
-(expiry, deletion, a lost notification).
+(expiry, deletion, a lost notification), and so are their projects: the streams of a project
+whose deletion was requested end (a platform admin's stream has no token that would end it).
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ class FeedConfig:
     heartbeat_seconds: float = 15.0
     max_streams: int = 2000
     max_per_token: int = 50
+    max_per_project: int = 2000  # a project's share of `max_streams` (Settings: 500)
     buffer_bytes: int = 1 << 20
     history_seconds: float = 3600.0
     poll_interval: float = 2.0
@@ -181,6 +184,12 @@ class ChangeFeed:
             raise TooManyStreams(
                 self.config.max_streams,
                 f"This server has {self._count} streams open, its limit.",
+            )
+        if len(self._by_project.get(project_id, ())) >= self.config.max_per_project:
+            STREAM_DROPS.labels("limit").inc()
+            raise TooManyStreams(
+                self.config.max_per_project,
+                f"This project has {self.config.max_per_project} streams open, its share.",
             )
         if self._per_token.get(token, 0) >= self.config.max_per_token:
             STREAM_DROPS.labels("limit").inc()
@@ -328,6 +337,7 @@ class ChangeFeed:
                 if self._by_project or self._marked:
                     await self._mark()
                 await self._check_tokens()
+                await self._check_projects()
                 if time.monotonic() - last_purge > 60:
                     last_purge = time.monotonic()
                     async with self.db.connection() as conn:
@@ -349,6 +359,19 @@ class ChangeFeed:
                         sub.close("the token expired", dropped=True)
                     elif now - sub.sent_at >= self.config.heartbeat_seconds:
                         sub.heartbeat()
+
+    async def _check_projects(self) -> None:
+        """End the streams of projects whose deletion was requested (or that are gone): a
+        platform admin's stream has no token to lose, and the project will show nothing more."""
+        watched = list(self._by_project)
+        if not watched:
+            return
+        async with self.db.connection() as conn:
+            live = await changes.live_projects(conn, watched)
+        for project_id in set(watched) - live:
+            for sub in list(self._by_project.get(project_id, ())):
+                STREAM_DROPS.labels("project_deleted").inc()
+                sub.close("the project is being deleted")
 
     async def _check_tokens(self) -> None:
         now = time.time()

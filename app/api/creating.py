@@ -36,12 +36,15 @@ class CreateLease:
         self._reconciler: Reconciler | None = request.app.state.get(STATE_KEY)
         self._taken: NewLease | None = None
 
-    async def take(self, conn: Connection, kind: Kind, resource_id: uuid.UUID) -> None:
+    async def take(
+        self, conn: Connection, kind: Kind, resource_id: uuid.UUID, project: uuid.UUID
+    ) -> None:
         """Inside the creating transaction, after the insert: lease the resource to this
         replica, or ring the doorbell when there is no local reconciler or the lease is
-        already held (then its holder must hear about the new row)."""
+        already held (then its holder must hear about the new row). `project` is the
+        resource's: the reconciler serves projects in turn."""
         if self._reconciler is not None:
-            self._taken = await self._reconciler.lease_new(conn, kind, resource_id)
+            self._taken = await self._reconciler.lease_new(conn, kind, resource_id, project)
             if self._taken is not None:
                 return
         await ring_doorbell(conn, kind, resource_id)

@@ -32,15 +32,18 @@ _DESCRIPTIONS = {
     401: "unauthorized: missing, malformed, unknown, expired or revoked token",
     403: "forbidden: the token's role is too low (`required_role` names the one needed)",
     404: "not-found: no such resource visible to this token",
-    409: "already-exists, being-deleted or in-use (`referenced_by`)",
-    410: "resume-expired: the changes after Last-Event-ID are no longer kept; reconnect without it",
+    409: "already-exists, being-deleted, in-use (`referenced_by`), token-limit-reached "
+    "(`limit`) or limit-below-allocation (`exceeded`)",
+    410: "resume-expired: the changes after Last-Event-ID are no longer kept, reconnect without "
+    "it; created-resource-gone: an Idempotency-Key replay whose resource was deleted since",
     412: "generation-mismatch: If-Match differs (`current_generation`)",
     413: "payload-too-large: body over 256 KiB",
     415: "unsupported-media-type: body not sent as application/json",
-    422: "validation-error (`errors: [{field, message}]`), exceeds-pool-capacity or "
-    "idempotency-key-reused",
-    429: "too-many-streams: the server's or this token's limit of open streams is reached "
-    "(`limit`); see Retry-After",
+    422: "validation-error (`errors: [{field, message}]`), exceeds-pool-capacity, "
+    "exceeds-project-limit (`exceeded`) or idempotency-key-reused",
+    429: "too-many-requests: this token's, this project's or this client's rate limit is "
+    "spent, or too-many-streams: a limit of open streams or log follows is reached (`limit` "
+    "names it); retry after Retry-After seconds",
     503: "service-unavailable: the database is unreachable; see Retry-After",
 }
 
@@ -49,9 +52,10 @@ SSE_MEDIA = "text/event-stream"
 #: `opt` key of a handler that also answers an event stream of this struct (`?watch=true`).
 STREAMS = "streams"
 
-READ = (401, 404, 422, 503)
-WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 503)
-DELETE = (401, 403, 404, 409, 412, 422, 503)
+READ = (401, 404, 422, 429, 503)
+WRITE = (400, 401, 403, 404, 409, 413, 415, 422, 429, 503)
+DELETE = (401, 403, 404, 409, 412, 422, 429, 503)
+CREATE = (*WRITE, 410)
 STREAM = (401, 404, 410, 422, 429, 503)
 
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 import msgspec
 
 from app.domain.errors import FieldError
-from app.domain.specs import NAME_PATTERN
+from app.domain.specs import ENV_KEY_PATTERN, NAME_PATTERN, PRINTABLE_PATTERN
 from app.domain.validation import FIELD_RULES
 
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -60,9 +60,8 @@ _REGEX = re.compile(r"^Expected `str` matching regex (?P<r>.*)$")
 _PATTERNS = {
     NAME_PATTERN: "must be a DNS-1123 label: lowercase letters, digits and '-', starting and "
     "ending with a letter or digit",
-    r"^\S+$": "must not contain whitespace",
-    "^[A-Za-z_][A-Za-z0-9_]*$": "must be a C identifier: letters, digits and '_', not starting "
-    "with a digit",
+    PRINTABLE_PATTERN: "must not contain whitespace or control characters",
+    ENV_KEY_PATTERN: "must be a C identifier: letters, digits and '_', not starting with a digit",
 }
 INVALID = "is invalid"
 

@@ -31,6 +31,7 @@ from litestar.params import QueryParameter
 
 from app.domain.errors import FieldError, ValidationFailed
 from app.store.paging import Position
+from app.store.workloads import PAGE_BOUND as WORKLOAD_PAGE_BOUND
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -40,7 +41,9 @@ Limit = Annotated[
     QueryParameter(
         ge=1,
         le=MAX_LIMIT,
-        description=f"Page size, 1-{MAX_LIMIT}.",
+        description=f"Page size, 1-{MAX_LIMIT}. A page of workloads also ends at "
+        f"{WORKLOAD_PAGE_BOUND.bytes >> 20} MiB of rows, so it may hold fewer items while "
+        "`next_cursor` is set.",
         examples=[],
     ),
 ]

@@ -7,17 +7,20 @@ from litestar import Request, Response, delete, get, patch, post
 from litestar.params import JSONBody, Parameter
 
 from app.api.auth import requires
+from app.api.cluster_objects import refuse_foreign
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.pool_resources import PoolList, PoolResource
+from app.domain.render import PoolIdentity
 from app.domain.specs import PoolCreate, PoolPatch
 from app.domain.states import Role
 from app.domain.validation import Violation, check_pool_create, check_pool_patch
+from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES
 from app.store import pools
 from app.store.db import Connection
 
@@ -48,8 +51,9 @@ def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
     description="Project admin. Answers 202 with the PENDING pool and its `Location`; the "
     "reconciler creates its Kueue ClusterQueue (`status.cluster_queue`) and LocalQueue. The "
     "`accelerator_class` must name an existing accelerator binding (else 422 naming the "
-    "field). Honours `Idempotency-Key`.",
-    responses={202: success(PoolResource, "Accepted"), **problems(*WRITE)},
+    "field). A ClusterQueue or LocalQueue of those names that exists and is not aicp's is 409 "
+    "`object-not-owned`. Honours `Idempotency-Key`.",
+    responses={202: success(PoolResource, "Accepted"), **problems(*CREATE)},
     tags=["compute-pools"],
 )
 async def create_pool(
@@ -63,10 +67,21 @@ async def create_pool(
     project = caller.require_project()
     lease = CreateLease(request)
 
-    async def create(conn: Connection) -> tuple[PoolResource, str]:
+    async def create(conn: Connection) -> Created:
         pool = await pools.create(conn, project, data, actor=caller.actor, doorbell=False)
-        await lease.take(conn, "pool", pool.uid)
-        return pool, pool_location(project.name, pool.name)
+        identity = PoolIdentity(
+            project=project.name,
+            pool=pool.name,
+            accelerator_class=pool.accelerator_class,
+            uid=str(pool.uid),
+        )
+        expected = identity.owner_labels
+        await refuse_foreign(request, CLUSTER_QUEUES, None, identity.cluster_queue, expected)
+        await refuse_foreign(
+            request, LOCAL_QUEUES, identity.namespace, identity.local_queue, expected
+        )
+        await lease.take(conn, "pool", pool.uid, project.id)
+        return Created(pool, pool_location(project.name, pool.name), "pool", pool.uid)
 
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()

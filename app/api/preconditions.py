@@ -12,7 +12,7 @@ from app.domain.errors import FieldError, GenerationMismatch, ValidationFailed
 if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
 
-_ETAG = re.compile(r'^\s*(?:W/)?"?(\d{1,18})"?\s*$')
+_ETAG = re.compile(r'\s*(?:W/)?"?(\d{1,18})"?\s*')
 
 
 IfMatch = Annotated[
@@ -32,7 +32,7 @@ def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | No
     header = request.headers.get("if-match")
     if header is None or header.strip() == "*":
         return None
-    match = _ETAG.match(header)
+    match = _ETAG.fullmatch(header)
     if match is None:
         raise ValidationFailed(
             [FieldError("If-Match", 'must be a generation in quotes, like "3"')], location="header"

@@ -27,6 +27,7 @@ from app.domain.errors import (
     PayloadTooLarge,
     ServiceUnavailable,
     StoreUnavailable,
+    TooManyRequests,
     TooManyStreams,
     ValidationFailed,
 )
@@ -128,7 +129,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     headers: dict[str, str] = {}
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="aicp"'
-    if isinstance(error, ServiceUnavailable | TooManyStreams):
+    if isinstance(error, ServiceUnavailable | TooManyStreams | TooManyRequests):
         headers["Retry-After"] = str(error.retry_after_seconds)
     if isinstance(error, ValidationFailed):
         _count_validation_errors(error)

@@ -2,23 +2,37 @@
 
 from typing import Annotated, Any
 
-from litestar import Request, Response, delete, get, post
+from litestar import Request, Response, delete, get, patch, post
 
 from app.api.auth import PLATFORM_ADMIN, requires
+from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, WRITE, json_body, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, DELETE, READ, WRITE, json_body, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.errors import FieldError, ValidationFailed
+from app.domain.naming import namespace_for, reserved_project_problem
+from app.domain.render import namespace_owner_labels
 from app.domain.resources import Project, ProjectList
-from app.domain.specs import ProjectCreate
-from app.domain.validation import check_labels, check_name
+from app.domain.specs import ProjectCreate, ProjectPatch
+from app.domain.validation import check_labels, check_limits, check_name, check_plain_text
+from app.kube.resources import NAMESPACES
 from app.store import projects
 from app.store.db import Connection
 
 PROJECT_BODY = json_body(
-    "A project", {"name": "research", "display_name": "Research", "labels": {"team": "nlp"}}
+    "A project",
+    {
+        "name": "research",
+        "display_name": "Research",
+        "labels": {"team": "nlp"},
+        "limits": {"accelerators": {"h100-80g": 16}, "cpu": "256", "memory": "2Ti"},
+    },
+)
+LIMITS_BODY = json_body(
+    "New limits", {"limits": {"accelerators": {"h100-80g": 32}, "cpu": "512", "memory": "4Ti"}}
 )
 
 
@@ -32,8 +46,13 @@ def project_location(name: str) -> str:
     status_code=202,
     summary="Create a project",
     description="Platform admin only. Answers 202 with the PENDING project and its Location; "
-    "the reconciler creates its namespace `aicp-<name>`. Honours `Idempotency-Key`.",
-    responses={202: success(Project, "Accepted"), **problems(*WRITE)},
+    "the reconciler creates its namespace `aicp-<name>`. `default` and the name whose "
+    "namespace is aicp's own (`system` in `aicp-system`) are reserved (422); a namespace "
+    "`aicp-<name>` that exists and is not aicp's is 409 `object-not-owned`. `limits` "
+    "(optional) caps what the project's compute pools hold together: accelerators per class (a "
+    "class not named may have none once `accelerators` is set), cpu and memory; a null "
+    "ceiling, or no `limits`, is none. Honours `Idempotency-Key`.",
+    responses={202: success(Project, "Accepted"), **problems(*CREATE)},
     tags=["projects"],
 )
 async def create_project(
@@ -43,19 +62,30 @@ async def create_project(
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
-    violations = check_name("name", data.name) + check_labels("labels", data.labels)
+    reserved = reserved_project_problem(data.name, request.app.state["install_namespace"])
+    violations = [
+        *([("name", reserved)] if reserved else []),
+        *check_name("name", data.name),
+        *check_plain_text("display_name", data.display_name),
+        *check_labels("labels", data.labels),
+        *check_limits("limits", data.limits),
+    ]
     if violations:
         raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
-    async def create(conn: Connection) -> tuple[Project, str]:
+    async def create(conn: Connection) -> Created:
         project = await projects.create_project(
             conn,
             name=data.name,
             display_name=data.display_name,
             labels=data.labels,
             actor=caller.actor,
+            limits=data.limits,
         )
-        return project, project_location(project.name)
+        namespace = namespace_for(project.name)
+        expected = namespace_owner_labels(project.name, str(project.uid))
+        await refuse_foreign(request, NAMESPACES, None, namespace, expected)
+        return Created(project, project_location(project.name), "project", project.uid)
 
     return await respond_once(request, db, caller, status=202, create=create)
 
@@ -93,6 +123,40 @@ async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     return Response(project, headers={"ETag": etag(project.generation)})
 
 
+@patch(
+    "/projects/{project:str}",
+    opt=requires(PLATFORM_ADMIN),
+    status_code=202,
+    summary="Change a project's limits",
+    description="Platform admin only. Replaces `limits` (null: no ceilings) as a new "
+    "generation (202). Limits below what the project's pools already hold are 409 "
+    "limit-below-allocation naming each: shrink or delete pools first. Honours "
+    '`If-Match: "<generation>"` (412 generation-mismatch).',
+    responses={**problems(*WRITE), **problems(412)},
+    tags=["projects"],
+)
+async def patch_project(
+    request: Request[Any, Any, Any],
+    data: Annotated[ProjectPatch, LIMITS_BODY],
+    caller: CallerDep,
+    db: DbDep,
+    if_match_header: IfMatch = None,
+) -> Response[Project]:
+    raise_violations(check_limits("limits", data.limits))
+    ref = caller.require_project()
+    expected = expected_generation(request)
+    async with db.transaction() as conn:
+        project = await projects.set_limits(
+            conn,
+            project_id=ref.id,
+            name=ref.name,
+            limits=data.limits,
+            actor=caller.actor,
+            expected_generation=expected,
+        )
+    return Response(project, status_code=202, headers={"ETag": etag(project.generation)})
+
+
 @delete(
     "/projects/{project:str}",
     opt=requires(PLATFORM_ADMIN),
@@ -119,4 +183,4 @@ async def delete_project(
         )
 
 
-ROUTES = [create_project, list_projects, get_project, delete_project]
+ROUTES = [create_project, list_projects, get_project, patch_project, delete_project]

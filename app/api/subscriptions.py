@@ -211,6 +211,13 @@ class Subscription:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def take_queued(self) -> bytes:
+        """Every frame queued so far, as one chunk (empty when none), without waiting."""
+        chunk = b"".join(self._frames)
+        self._frames = []
+        self._queued = 0
+        return chunk
+
     async def next_chunk(self) -> bytes | None:
         """Every frame queued so far, as one chunk; None once closed (after what was queued).
         No timer per stream: heartbeats and expiry come from the feed's upkeep loop."""

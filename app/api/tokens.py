@@ -1,18 +1,26 @@
-"""``/api/v1/projects/{project}/tokens``: project API tokens (project admin or platform admin)."""
+"""``/api/v1/projects/{project}/tokens``: project API tokens (project admin or platform admin).
+
+Lineage: a project token creates tokens only of its own role or lower (else 403), never one
+that outlives it (else 422 on ``expires_in_days``), and never one that never expires (403:
+only the platform admin may); the new token records its minter, and revoking a token revokes
+every token it minted, recursively. A project holds at most ``AICP_TOKENS_PER_PROJECT`` live
+tokens (409 ``token-limit-reached``).
+"""
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post
 from litestar.params import FromPath
 
-from app.api.auth import requires
+from app.api.auth import PLATFORM_ADMIN, Caller, requires
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import READ, WRITE, json_body, problems, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, READ, json_body, problems, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
-from app.domain.errors import NotFound
+from app.domain.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from app.domain.resources import TokenCreated, TokenList
 from app.domain.specs import TokenCreate
 from app.domain.states import Role
@@ -23,6 +31,42 @@ if TYPE_CHECKING:
     from app.store.token_cache import TokenCache
 
 TOKEN_BODY = json_body("A CI token", {"name": "ci", "role": "editor", "expires_in_days": 90})
+TOKENS_PER_PROJECT_KEY = "tokens_per_project"
+
+
+def check_lineage(caller: Caller, data: TokenCreate) -> tokens.Minter | None:
+    """The minter of the token `caller` asks for, once the request keeps the lineage rules
+    (module docstring); None for the platform admin, who may mint any token."""
+    if caller.is_admin or caller.token_id is None:
+        return None
+    assert caller.role is not None
+    asked = Role(data.role)
+    if asked.rank > caller.role.rank:
+        raise Forbidden(
+            asked.value,
+            f"A token creates tokens of its own role or lower: this one is {caller.role.value} "
+            f"and cannot create a {asked.value} token.",
+        )
+    if data.expires_in_days is None:
+        raise Forbidden(
+            PLATFORM_ADMIN,
+            "Only the platform admin creates tokens that never expire; give expires_in_days.",
+        )
+    if caller.expires_at is not None:
+        left = caller.expires_at - datetime.now(UTC)
+        if timedelta(days=data.expires_in_days) > left:
+            most = left.days
+            allowed = f"at most {most}" if most >= 1 else "impossible: it expires within a day"
+            raise ValidationFailed(
+                [
+                    FieldError(
+                        "expires_in_days",
+                        "a token cannot outlive the token that creates it, which expires at "
+                        f"{caller.expires_at.isoformat(timespec='seconds')} ({allowed})",
+                    )
+                ]
+            )
+    return tokens.Minter(caller.token_id, caller.expires_at)
 
 
 def _without_secret(created: TokenCreated) -> TokenCreated:
@@ -35,8 +79,12 @@ def _without_secret(created: TokenCreated) -> TokenCreated:
     status_code=201,
     summary="Create a project token",
     description="Project admin or platform admin. The `token` secret appears only in this "
-    "response (an Idempotency-Key replay answers it as null); aicp keeps its SHA-256 only.",
-    responses={201: success(TokenCreated, "Created"), **problems(*WRITE)},
+    "response (an Idempotency-Key replay answers it as null); aicp keeps its SHA-256 only. "
+    "A project token creates tokens of its own role or lower (else 403), that expire no later "
+    "than itself (else 422 on `expires_in_days`); only the platform admin creates tokens that "
+    "never expire (else 403). At most `AICP_TOKENS_PER_PROJECT` live tokens per project "
+    "(409 token-limit-reached).",
+    responses={201: success(TokenCreated, "Created"), **problems(*CREATE)},
     tags=["tokens"],
 )
 async def create_token(
@@ -47,8 +95,10 @@ async def create_token(
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     project = caller.require_project()
+    minter = check_lineage(caller, data)
+    max_live: int = request.app.state[TOKENS_PER_PROJECT_KEY]
 
-    async def create(conn: Connection) -> tuple[TokenCreated, None]:
+    async def create(conn: Connection) -> Created:
         created = await tokens.create_token(
             conn,
             project_id=project.id,
@@ -56,8 +106,10 @@ async def create_token(
             role=data.role,
             expires_in_days=data.expires_in_days,
             actor=caller.actor,
+            minter=minter,
+            max_live=max_live,
         )
-        return created, None
+        return Created(created, None, "token", created.id)
 
     return await respond_once(
         request, db, caller, status=201, create=create, redact=_without_secret
@@ -89,7 +141,8 @@ async def list_tokens(
     opt=requires(Role.ADMIN),
     status_code=204,
     summary="Revoke a project token",
-    description="Takes effect from the next request on the replica that answers, and on the "
+    description="Revokes the token and every token it created, recursively, in one "
+    "transaction. Takes effect from the next request on the replica that answers, and on the "
     "others within milliseconds (the database notifies them). Revoking twice is fine.",
     responses=problems(401, 403, 404, 503),
     tags=["tokens"],

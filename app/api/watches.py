@@ -14,8 +14,9 @@ heartbeat comment comes every `heartbeat_seconds` (15) of silence, carrying the 
 client starts again without it. How changes get here: `app.api.changefeed`.
 
 Tenancy and roles are those of every read (any member of the project; another project's
-workload is 404). A stream ends when its token is revoked or expires, when the client reads too
-slowly (it resumes with Last-Event-ID), and when the server shuts down.
+workload is 404). A stream ends when its token is revoked or expires, when its project's
+deletion is requested, when the client reads too slowly (it resumes with Last-Event-ID), and
+when the server shuts down.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from app.api.subscriptions import Change, Filters, Subscription, event_frame
 from app.domain.errors import FieldError, NotFound, ResumeExpired, ValidationFailed
 from app.domain.workload_resources import workload_from_row
 from app.store import changes
+from app.store.paging import chunk_rows
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -44,8 +46,10 @@ STATE_KEY = "changefeed"
 MEDIA_TYPE = "text/event-stream"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _PAGE = 500
-#: A resume that would replay more changes than this is refused (410): start again instead
-#: (the replay is queued whole before the stream starts).
+#: What the first events and a replay read at a time, at most: pages of large workloads hold
+#: fewer rows (`app.store.paging.chunk_rows`), each sent before the next is read.
+PAGE_BYTES = 1 << 20
+#: A resume that would replay more changes than this is refused (410): start again instead.
 MAX_REPLAY = 1_000
 
 
@@ -57,11 +61,14 @@ def feed_of(request: Request[Any, Any, Any]) -> ChangeFeed:
 
 
 def resume_point(raw: str | None) -> int | None:
-    """The `Last-Event-ID` header as a change number (422 when it is not one)."""
+    """The `Last-Event-ID` header as a change number (422 when it is not one).
+
+    ASCII digits only: `str.isdigit` alone also accepts superscripts and other digits that
+    `int` refuses."""
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
         raise ValidationFailed(
             [FieldError("Last-Event-ID", "must be the id of an event this stream sent")]
         )
@@ -96,11 +103,10 @@ async def open_stream(
         expires_at=caller.expires_at,
     )
     try:
+        first: AsyncIterator[bytes] | None
         if resume is not None:
-            await _replay(db, sub, resume)
-            await _check_resumable(db, resume)  # nothing purged while replaying
-            sub.go_live()
-            first: AsyncIterator[bytes] | None = None
+            await _check_replay_size(db, sub, resume)
+            first = _replay(db, sub, resume)
         elif filters.name is not None:
             await _first_single(db, sub)
             sub.go_live()
@@ -123,26 +129,45 @@ async def _check_resumable(db: Database, resume: int) -> None:
         raise ResumeExpired()
 
 
-async def _replay(db: Database, sub: Subscription, resume: int) -> None:
+async def _check_replay_size(db: Database, sub: Subscription, resume: int) -> None:
+    """410 when the resume would replay more than `MAX_REPLAY` changes."""
+    async with db.connection() as conn:
+        count = await changes.count_of_project(
+            conn, sub.project_id, resume, sub.registered_at, MAX_REPLAY + 1, name=sub.filters.name
+        )
+    if count > MAX_REPLAY:
+        raise ResumeExpired(
+            f"More than {MAX_REPLAY} changes happened after that Last-Event-ID: open "
+            "the stream again without it."
+        )
+
+
+async def _replay(db: Database, sub: Subscription, resume: int) -> AsyncIterator[bytes]:
+    """The changes after `resume` up to the registration, a byte-bounded page at a time, each
+    page sent before the next is read. Changes purged meanwhile close the stream (the client's
+    resume is then answered 410)."""
     sub.resumed_from = resume
     after = resume
-    replayed = 0
-    async with db.connection() as conn:
-        while True:
+    size = count = 0
+    while True:
+        step = chunk_rows(_PAGE, PAGE_BYTES, size, count)
+        async with db.connection() as conn:
             rows = await changes.of_project(
-                conn, sub.project_id, after, sub.registered_at, _PAGE, name=sub.filters.name
+                conn, sub.project_id, after, sub.registered_at, step, name=sub.filters.name
             )
-            for row in rows:
-                sub.replay(Change(row, sub.project))
-            replayed += len(rows)
-            if replayed > MAX_REPLAY:
-                raise ResumeExpired(
-                    f"More than {MAX_REPLAY} changes happened after that Last-Event-ID: open "
-                    "the stream again without it."
-                )
-            if len(rows) < _PAGE:
-                return
-            after = rows[-1]["change_id"]
+        for row in rows:
+            sub.replay(Change(row, sub.project))
+        size += sum(row["row_bytes"] for row in rows)
+        count += len(rows)
+        if chunk := sub.take_queued():
+            yield chunk
+        if len(rows) < step:
+            break
+        after = rows[-1]["change_id"]
+    try:
+        await _check_resumable(db, resume)  # nothing purged while replaying
+    except ResumeExpired:
+        sub.close("resume-expired")
 
 
 async def _exists(db: Database, project_id: Any, name: str) -> None:
@@ -185,9 +210,11 @@ def _initial(sub: Subscription, rows: list[Any]) -> list[bytes]:
 
 
 async def _first_list(db: Database, sub: Subscription) -> AsyncIterator[bytes]:
-    """The current workloads matching the filters, a page at a time."""
+    """The current workloads matching the filters, a byte-bounded page at a time."""
     after = None
+    size = count = 0
     while True:
+        step = chunk_rows(_PAGE, PAGE_BYTES, size, count)
         async with db.connection() as conn:
             rows = await changes.current_page(
                 conn,
@@ -196,11 +223,13 @@ async def _first_list(db: Database, sub: Subscription) -> AsyncIterator[bytes]:
                 state=sub.filters.state,
                 compute_pool=sub.filters.compute_pool,
                 after=after,
-                limit=_PAGE,
+                limit=step,
             )
+        size += sum(row["row_bytes"] for row in rows)
+        count += len(rows)
         for frame in _initial(sub, rows):
             yield frame
-        if len(rows) < _PAGE:
+        if len(rows) < step:
             return
         after = (rows[-1]["created_at"], rows[-1]["id"])
 

@@ -10,7 +10,8 @@ current generation that are not stored as such.
   `since_seconds=S` keeps only lines newer than S seconds (as the kubelet keeps them);
   `replica=N` shows only the N-th pod (0-based, pods in name order). `follow=true` streams
   instead: the same lines first, then each line as the container prints it, ending when every
-  followed container has ended (pods not started yet are 404 until one starts).
+  followed container has ended (pods not started yet are 404 until one starts). Follows are
+  counted per replica, token and project (app/api/follows.py): 429 beyond a limit.
 - `/manifest` is the Job for the current generation exactly as aicp applies it when creating
   it: `render_job` over the stored row, so it never depends on the cluster.
 
@@ -31,6 +32,8 @@ from app.api import shutdown
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
+from app.api.follows import STATE_KEY as FOLLOWS_KEY
+from app.api.follows import Follows, OpenFollow
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.kube_objects import Manifest
@@ -188,6 +191,18 @@ async def _followed(
                 await task
 
 
+async def _counted(
+    follows: Follows | None, held: OpenFollow | None, lines: AsyncIterator[bytes]
+) -> AsyncIterator[bytes]:
+    """`lines`, giving the follow's place back when the stream ends however it ends."""
+    try:
+        async for line in lines:
+            yield line
+    finally:
+        if follows is not None and held is not None:
+            follows.close(held)
+
+
 @get(
     ONE + "/logs",
     summary="Logs of the current generation's pods",
@@ -213,47 +228,65 @@ async def get_logs(
     replica: Replica = None,
     follow: Follow = False,
 ) -> Response[Any]:
-    row = await _current_row(db, caller.require_project(), name)
-    replicas = int(row.spec.get("replicas") or 1)
-    if replica is not None and replica >= replicas:
-        raise ValidationFailed(
-            [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
-        )
-    kube: KubeClient | None = request.app.state.get("kube")
-    if kube is None:
-        raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
-    pods = await _pods(kube, row)
-    if not pods:
-        raise NotFound(
-            f"Workload {name!r} has no pods for generation {row.generation} "
-            f"(state {row.state}): logs appear once its Job is admitted and its pods start."
-        )
-    if replica is not None:
-        if replica >= len(pods):
-            raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
-        pods = [pods[replica]]
-    namespace = _identity(row).namespace
-    if follow:
-        started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
-        if not started:
-            raise NotFound(
-                f"No pod of workload {name!r} has started yet (state {row.state}); follow "
-                "its logs once it runs."
+    project = caller.require_project()
+    follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
+    # A follow past its limits is refused before it costs a database or a Kubernetes read.
+    held = follows.open_follow(caller.actor, project.id) if follow and follows else None
+    try:
+        row = await _current_row(db, project, name)
+        replicas = int(row.spec.get("replicas") or 1)
+        if replica is not None and replica >= replicas:
+            raise ValidationFailed(
+                [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
             )
-        return Stream(
-            _followed(
-                kube, namespace, started, tail, since_seconds, shutdown.stopping(request.app)
-            ),
-            media_type="text/plain; charset=utf-8",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    names = [str(pod["metadata"]["name"]) for pod in pods]
-    texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
-    if len(texts) == 1:
-        body = texts[0][1]
-    else:
-        body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
-    return Response(body, media_type="text/plain; charset=utf-8")
+        kube: KubeClient | None = request.app.state.get("kube")
+        if kube is None:
+            raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
+        pods = await _pods(kube, row)
+        if not pods:
+            raise NotFound(
+                f"Workload {name!r} has no pods for generation {row.generation} "
+                f"(state {row.state}): logs appear once its Job is admitted and its pods start."
+            )
+        if replica is not None:
+            if replica >= len(pods):
+                raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
+            pods = [pods[replica]]
+        namespace = _identity(row).namespace
+        if follow:
+            started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
+            if not started:
+                raise NotFound(
+                    f"No pod of workload {name!r} has started yet (state {row.state}); follow "
+                    "its logs once it runs."
+                )
+            return Stream(
+                _counted(
+                    follows,
+                    held,
+                    _followed(
+                        kube,
+                        namespace,
+                        started,
+                        tail,
+                        since_seconds,
+                        shutdown.stopping(request.app),
+                    ),
+                ),
+                media_type="text/plain; charset=utf-8",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        names = [str(pod["metadata"]["name"]) for pod in pods]
+        texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
+        if len(texts) == 1:
+            body = texts[0][1]
+        else:
+            body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
+        return Response(body, media_type="text/plain; charset=utf-8")
+    except BaseException:
+        if follows is not None and held is not None:
+            follows.close(held)  # refused or failed before its stream began
+        raise
 
 
 ROUTES = [get_logs, get_manifest]

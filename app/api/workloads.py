@@ -9,8 +9,8 @@ from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
-from app.api.idempotency import IdempotencyKey, respond_once
+from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
+from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
@@ -69,7 +69,7 @@ def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResourc
     "its `Location`; the reconciler creates its Job. `compute_pool` must exist and not be "
     "being deleted (else 422 naming it); `replicas` x the per-replica request must fit the "
     "pool's quota (else 422 exceeds-pool-capacity). Honours `Idempotency-Key`.",
-    responses={202: success(WorkloadResource, "Accepted"), **problems(*WRITE)},
+    responses={202: success(WorkloadResource, "Accepted"), **problems(*CREATE)},
     tags=["workloads"],
 )
 async def create_workload(
@@ -83,10 +83,11 @@ async def create_workload(
     project = caller.require_project()
     lease = CreateLease(request)
 
-    async def create(conn: Connection) -> tuple[WorkloadResource, str]:
+    async def create(conn: Connection) -> Created:
         workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
-        await lease.take(conn, "workload", workload.uid)
-        return workload, workload_location(project.name, workload.name)
+        await lease.take(conn, "workload", workload.uid, project.id)
+        location = workload_location(project.name, workload.name)
+        return Created(workload, location, "workload", workload.uid)
 
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()

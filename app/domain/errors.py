@@ -10,6 +10,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     AicpError                                   500 internal-error
     ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
     │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
+    │   ├── ExceedsProjectLimit                 422 exceeds-project-limit  project, exceeded
     │   ├── IdempotencyKeyReused                422 idempotency-key-reused
     │   └── UnstorableText                      422 validation-error   (NUL in a value)
     ├── MalformedJson                           400 malformed-json
@@ -19,18 +20,24 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
     │   ├── BeingDeleted                        409 being-deleted
-    │   └── InUse                               409 in-use             referenced_by
+    │   ├── InUse                               409 in-use             referenced_by
+    │   ├── TokenLimitReached                   409 token-limit-reached limit
+    │   ├── LimitBelowAllocation                409 limit-below-allocation project, exceeded
+    │   └── ObjectNotOwned                      409 object-not-owned   object, manager
     ├── ResumeExpired                           410 resume-expired     (Last-Event-ID too old)
+    ├── CreatedResourceGone                     410 created-resource-gone (Idempotency-Key replay)
     ├── GenerationMismatch                      412 generation-mismatch current_generation
     ├── PayloadTooLarge                         413 payload-too-large
     ├── UnsupportedMediaType                    415 unsupported-media-type
     ├── TooManyStreams                          429 too-many-streams   limit (Retry-After)
+    ├── TooManyRequests                         429 too-many-requests  limit (Retry-After)
     └── ServiceUnavailable                      503 service-unavailable (Retry-After)
         └── StoreUnavailable                        the database did not answer
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import msgspec
@@ -129,6 +136,44 @@ class ExceedsPoolCapacity(ValidationFailed):
         }
 
 
+def _exceeded(overruns: list[Any]) -> list[dict[str, str]]:
+    return [
+        {"limit": o.limit, "allowed": o.allowed, "allocated": o.allocated, "requested": o.requested}
+        for o in overruns
+    ]
+
+
+class ExceedsProjectLimit(ValidationFailed):
+    """The project's compute pools together would hold more than its limits allow."""
+
+    slug = "exceeds-project-limit"
+    title = "Compute pool exceeds the project's limits"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        sentences = [
+            f"project {project} may hold {o.limit} {o.allowed} in its pools; its other pools "
+            f"hold {o.allocated} and this pool asks for {o.requested}"
+            for o in overruns
+        ]
+        detail = "; ".join(sentences)
+        super().__init__(
+            [
+                FieldError(f"quota.{o.limit.split('.')[0]}", sentence)
+                for o, sentence in zip(overruns, sentences, strict=True)
+            ],
+            detail[:1].upper() + detail[1:] + ".",
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "project": self.project,
+            "exceeded": _exceeded(self.overruns),
+        }
+
+
 class IdempotencyKeyReused(ValidationFailed):
     """This Idempotency-Key was already used with a different request body."""
 
@@ -217,6 +262,57 @@ class InUse(Conflict):
         return {"referenced_by": self.referenced_by}
 
 
+class TokenLimitReached(Conflict):
+    """The project has as many live tokens as it may; revoke one first."""
+
+    slug = "token-limit-reached"
+    title = "Token limit reached"
+
+    def __init__(self, limit: int, detail: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(detail)
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+class LimitBelowAllocation(Conflict):
+    """The project's compute pools already hold more than the new limits allow."""
+
+    slug = "limit-below-allocation"
+    title = "Limit below what the pools hold"
+
+    def __init__(self, *, project: str, overruns: list[Any]) -> None:
+        self.project = project
+        self.overruns = overruns
+        held = "; ".join(f"{o.limit} {o.allowed} (its pools hold {o.allocated})" for o in overruns)
+        super().__init__(
+            f"Project {project}'s pools hold more than the new limits allow: {held}. Shrink or "
+            "delete pools first, then lower the limits."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"project": self.project, "exceeded": _exceeded(self.overruns)}
+
+
+class ObjectNotOwned(Conflict):
+    """A cluster object aicp would create exists and is someone else's: it is not taken over."""
+
+    slug = "object-not-owned"
+    title = "Cluster object not owned by aicp"
+
+    def __init__(self, kind: str, name: str, manager: str) -> None:
+        self.object = f"{kind}/{name}"
+        self.manager = manager
+        super().__init__(
+            f"{kind} {name} exists and is managed by {manager}; aicp will not take it over. "
+            "Choose another name, or remove that object first."
+        )
+
+    def extensions(self) -> dict[str, Any]:
+        return {"object": self.object, "manager": self.manager}
+
+
 class GenerationMismatch(AicpError):
     """The resource changed since you read it (If-Match does not match its generation)."""
 
@@ -259,6 +355,15 @@ class ResumeExpired(AicpError):
     title = "Stream history expired"
 
 
+class CreatedResourceGone(AicpError):
+    """The resource this Idempotency-Key created has since been deleted; send the request with
+    a new Idempotency-Key to create it again."""
+
+    slug = "created-resource-gone"
+    status = 410
+    title = "Created resource gone"
+
+
 class TooManyStreams(AicpError):
     """Too many streams are open; close one or retry later."""
 
@@ -270,6 +375,23 @@ class TooManyStreams(AicpError):
     def __init__(self, limit: int, detail: str) -> None:
         super().__init__(detail)
         self.limit = limit
+
+    def extensions(self) -> dict[str, Any]:
+        return {"limit": self.limit}
+
+
+class TooManyRequests(AicpError):
+    """Too many requests; retry after the time Retry-After says."""
+
+    slug = "too-many-requests"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, limit: str, retry_after: float, detail: str) -> None:
+        super().__init__(detail)
+        self.limit = limit
+        # Whole seconds, at least 1: a client that waits this long finds room again.
+        self.retry_after_seconds = max(1, math.ceil(retry_after))
 
     def extensions(self) -> dict[str, Any]:
         return {"limit": self.limit}

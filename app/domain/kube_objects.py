@@ -181,3 +181,47 @@ def job_count(job: KubeObject | None, key: str) -> int:
     """One of the Job's pod counters (`active`, `succeeded`, `failed`), 0 when absent."""
     value = field(job, "status", key)
     return value if isinstance(value, int) else 0
+
+
+#: The annotation `kubectl apply` keeps a whole copy of the object in.
+LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+#: What aicp reads of a container in a cached Job or Pod (`main_container`, `main_status`):
+#: its name, image and resources. Its command, args and environment (most of a large spec) and
+#: the rest are dropped from the informer caches.
+_CONTAINER_FIELDS = ("name", "image", "resources")
+
+
+def slimmed(obj: Manifest) -> Manifest:
+    """`obj` (changed in place) without what aicp never reads of it, as the informers cache it:
+    `metadata.managedFields` and the last-applied annotation of every kind; the containers of a
+    Job's pod template and of a Pod but for `_CONTAINER_FIELDS`; the pod templates of a Kueue
+    Workload's `spec.podSets` (aicp reads its status). Drift is checked on a Job's metadata
+    only (`app.reconcile.steps.drift`), which stays whole."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED_ANNOTATION, None)
+    kind = obj.get("kind")
+    if kind == "Job":
+        _slim_pod_spec(field(obj, "spec", "template", "spec"))
+    elif kind == "Pod":
+        _slim_pod_spec(obj.get("spec"))
+    elif kind == "Workload":
+        for pod_set in field(obj, "spec", "podSets") or ():
+            if isinstance(pod_set, dict):
+                pod_set.pop("template", None)
+    return obj
+
+
+def _slim_pod_spec(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if isinstance(containers, list):
+            spec[key] = [
+                {k: c[k] for k in _CONTAINER_FIELDS if k in c} if isinstance(c, dict) else c
+                for c in containers
+            ]

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 
-from app.domain.specs import Toleration
+from app.domain.specs import ProjectLimits, Toleration
 from app.domain.states import ResourceState
 
 
@@ -47,6 +47,10 @@ class Project(msgspec.Struct, kw_only=True):
     created_at: datetime
     updated_at: datetime
     created_by: Annotated[str, msgspec.Meta(examples=["admin", "token:0b7c3e0e-..."])]
+    limits: Annotated[
+        ProjectLimits | None,
+        msgspec.Meta(description="ceilings on the project's pools together; null: none"),
+    ] = None
     status: Status
 
 
@@ -82,6 +86,13 @@ class Token(msgspec.Struct, kw_only=True):
     expires_at: datetime | None
     revoked_at: datetime | None
     created_by: str
+    minted_by: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="the token that created this one (revoking it revokes this one too); "
+            "null: the platform admin"
+        ),
+    ] = None
 
 
 class TokenList(msgspec.Struct, kw_only=True):

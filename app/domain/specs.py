@@ -13,7 +13,14 @@ from typing import Annotated, Literal
 
 import msgspec
 
-NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+from app.domain.text import whole
+
+#: A DNS-1123 label, the whole string (`app.domain.text.whole`).
+NAME_PATTERN = whole("[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+#: A C identifier (env keys).
+ENV_KEY_PATTERN = whole("[A-Za-z_][A-Za-z0-9_]*")
+#: No whitespace and no control character (image references).
+PRINTABLE_PATTERN = whole("[^\\s\\x00-\\x1f\\x7f-\\x9f]+")
 RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
 
 ProjectName = Annotated[
@@ -70,12 +77,40 @@ class _Body(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defau
     """Base of every request body: unknown fields are an error."""
 
 
+PoolAccelerators = Annotated[int, msgspec.Meta(ge=0, le=100_000)]
+
+
+class ProjectLimits(_Body):
+    """Ceilings on what a project's compute pools may hold together, set by the platform admin.
+
+    Each one that is null (or absent) is no ceiling. `accelerators` maps accelerator classes to
+    the most accelerators of that class the project's pools may hold; once it is set, a class
+    it does not name may have none. `cpu` and `memory` bound the sum of the pools' quotas."""
+
+    accelerators: (
+        Annotated[
+            dict[AcceleratorClass, PoolAccelerators],
+            msgspec.Meta(max_length=64, examples=[{"h100-80g": 16}]),
+        ]
+        | None
+    ) = None
+    cpu: Quantity | None = None
+    memory: Quantity | None = None
+
+
 class ProjectCreate(_Body):
     """A new project (tenant); its workloads will run in namespace `aicp-<name>`."""
 
     name: ProjectName
     display_name: Annotated[str, msgspec.Meta(max_length=200)] | None = None
     labels: dict[str, str] = {}
+    limits: ProjectLimits | None = None
+
+
+class ProjectPatch(_Body):
+    """New limits for a project (a new generation); null removes every ceiling."""
+
+    limits: ProjectLimits | None
 
 
 class TokenCreate(_Body):
@@ -112,7 +147,7 @@ class BindingPut(_Body):
 class Quota(_Body):
     """A pool's quota: accelerators of its class, plus cpu and memory (Kubernetes quantities)."""
 
-    accelerators: Annotated[int, msgspec.Meta(ge=0, le=100_000)]
+    accelerators: PoolAccelerators
     cpu: Quantity
     memory: Quantity
 
@@ -131,7 +166,7 @@ class PoolPatch(_Body):
     quota: Quota
 
 
-EnvKey = Annotated[str, msgspec.Meta(pattern="^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+EnvKey = Annotated[str, msgspec.Meta(pattern=ENV_KEY_PATTERN, max_length=128)]
 
 
 class WorkloadSpec(_Body):
@@ -142,7 +177,10 @@ class WorkloadSpec(_Body):
     image: Annotated[
         str,
         msgspec.Meta(
-            pattern=r"^\S+$", min_length=1, max_length=512, examples=["ghcr.io/acme/train:1.4"]
+            pattern=PRINTABLE_PATTERN,
+            min_length=1,
+            max_length=512,
+            examples=["ghcr.io/acme/train:1.4"],
         ),
     ]
     command: Annotated[

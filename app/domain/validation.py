@@ -27,22 +27,25 @@ from app.domain.specs import (
     PoolCreate,
     PoolPatch,
     ProjectCreate,
+    ProjectLimits,
     Quota,
     Toleration,
     WorkloadSpec,
 )
+from app.domain.text import control_problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 Violation = tuple[str, str]
 
-ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RESERVED_ENV_PREFIX = "AICP_"
 MAX_LABELS = 16
 MAX_ENV = 64
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Matched with `fullmatch` only: `$` would accept a trailing newline (`app.domain.text`).
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 #: Label domains Kubernetes, Kueue and aicp itself write on the objects aicp creates.
 RESERVED_LABEL_DOMAINS = ("aicp.dev", "kubernetes.io", "k8s.io", "x-k8s.io")
 #: Kueue's ResourceFlavor schema: at most 8 node labels and 8 tolerations.
@@ -77,6 +80,12 @@ def check_name(field: str, name: str) -> list[Violation]:
         if name.startswith(prefix):
             return [(field, f"must not start with the reserved prefix {prefix!r}")]
     return []
+
+
+def check_plain_text(field: str, text: str | None) -> list[Violation]:
+    """Text that is not free-form (a display name): no control characters."""
+    problem = control_problem(text) if text else None
+    return [(field, problem)] if problem else []
 
 
 def check_cpu(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
@@ -115,7 +124,7 @@ def check_env(field: str, env: Mapping[str, str]) -> list[Violation]:
     if len(env) > MAX_ENV:
         found.append((field, f"must have at most {MAX_ENV} entries"))
     for key in env:
-        if not ENV_KEY.match(key):
+        if not ENV_KEY.fullmatch(key):
             found.append((f"{field}.{key}", "must be a C identifier ([A-Za-z_][A-Za-z0-9_]*)"))
         elif key.upper().startswith(RESERVED_ENV_PREFIX):
             found.append((f"{field}.{key}", f"the prefix {RESERVED_ENV_PREFIX!r} is reserved"))
@@ -131,11 +140,11 @@ def _qualified_name_problem(key: str) -> str | None:
         return "key name must not be empty"
     if len(name) > 63:
         return "key name must be at most 63 characters"
-    if not _LABEL_NAME.match(name):
+    if not _LABEL_NAME.fullmatch(name):
         return "key name must be alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
     if not prefix:
         return None
-    if len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix):
+    if len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
         return "key prefix must be a DNS subdomain of at most 253 characters"
     return None
 
@@ -154,7 +163,7 @@ def _label_key_problem(key: str) -> str | None:
 def _label_value_problem(value: str) -> str | None:
     if len(value) > 63:
         return "value must be at most 63 characters"
-    if value and not _LABEL_NAME.match(value):
+    if value and not _LABEL_NAME.fullmatch(value):
         return (
             "value must be empty or alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
         )
@@ -256,6 +265,8 @@ def check_image(field: str, image: str) -> list[Violation]:
     """
     if not image:
         return [(field, "must not be empty")]
+    if problem := control_problem(image):
+        return [(field, problem)]
     if _WHITESPACE.search(image):
         return [(field, "must not contain whitespace")]
     if len(image) > 512:
@@ -275,6 +286,18 @@ def check_quota(field: str, quota: Quota) -> list[Violation]:
         *check_cpu(f"{field}.cpu", quota.cpu, allow_zero=True),
         *check_memory(f"{field}.memory", quota.memory, allow_zero=True),
     ]
+
+
+def check_limits(field: str, limits: ProjectLimits | None) -> list[Violation]:
+    """A project's limits: accelerator classes are names, cpu and memory quantities."""
+    if limits is None:
+        return []
+    found: list[Violation] = []
+    if limits.cpu is not None:
+        found += check_cpu(f"{field}.cpu", limits.cpu, allow_zero=True)
+    if limits.memory is not None:
+        found += check_memory(f"{field}.memory", limits.memory, allow_zero=True)
+    return found
 
 
 def check_pool_create(body: PoolCreate) -> list[Violation]:
@@ -374,6 +397,7 @@ FieldRule = Callable[[str, Any], list[Violation]]
 FIELD_RULES: dict[tuple[type, str], FieldRule] = {
     (ProjectCreate, "name"): check_name,
     (ProjectCreate, "labels"): check_labels,
+    (ProjectCreate, "display_name"): check_plain_text,
     (PoolCreate, "name"): check_name,
     (Quota, "cpu"): lambda field, value: check_cpu(field, value, allow_zero=True),
     (Quota, "memory"): lambda field, value: check_memory(field, value, allow_zero=True),

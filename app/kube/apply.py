@@ -62,6 +62,34 @@ async def apply(
     return await _write(kube, "apply", resource, request_json(call))
 
 
+async def apply_checked(
+    kube: KubeClient,
+    manifest: Manifest,
+    live: Manifest | None,
+    *,
+    field_manager: str = FIELD_MANAGER,
+    pin_version: bool = True,
+) -> Manifest:
+    """Apply `manifest` over the object `live` that was read and found aicp's own
+    (`app.domain.ownership`), or create it when `live` was absent.
+
+    The check and the write are two requests; the write is made conditional on what was
+    checked, so an object someone made in between is never taken over: a missing object is
+    created (a create never overwrites) before it is applied, so that the `aicp` apply manager
+    owns its fields as for any other apply; over an existing object the body carries `live`'s
+    resourceVersion (`pin_version`). Either way a change in between is a 409 `Conflict`, and
+    the caller reads the object again. Objects whose status a controller rewrites all the time
+    (Kueue's queues) are applied with `pin_version=False`: their resourceVersion moves on every
+    usage change, and what was checked there is who owns them, not their status.
+    """
+    meta = dict(manifest.get("metadata") or {})
+    if live is None:
+        await create(kube, manifest, field_manager=field_manager)
+    elif pin_version:
+        meta["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
+    return await apply(kube, {**manifest, "metadata": meta}, field_manager=field_manager)
+
+
 async def create(
     kube: KubeClient, manifest: Manifest, *, field_manager: str = FIELD_MANAGER
 ) -> Manifest:
@@ -227,7 +255,7 @@ async def follow_pod_log(
     a `KubeError` (the server's 400)."""
     extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
     with translated():
-        response: Any = await kube.core.read_namespaced_pod_log(
+        response: Any = await kube.logs.read_namespaced_pod_log(
             pod,
             namespace,
             container=container,

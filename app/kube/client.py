@@ -11,11 +11,17 @@ configured otherwise — so that a burst of reconciles cannot hammer the API ser
 (client-go's 5/10 default is far too low for a controller that owns thousands of Jobs; no
 limit at all lets one replica starve its peers). Reads and watches are not limited: the
 informers hold one long request per kind, and the reconciler reads from their caches.
+
+Two connection pools: the reconciler's and the informers' (`connection_pool_size`), and one
+for pod log follows (`log_connection_pool_size`, `KubeClient.logs`), which hold their
+connection as long as the container runs: a crowd of them waits on its own pool and never
+takes the connections the reconciler needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import time
 import urllib.parse
@@ -45,6 +51,9 @@ class KubeSettings:
     write_qps: float = 50.0
     write_burst: int = 100
     connection_pool_size: int = 64
+    # Log follows (`logs?follow=true`) hold a connection each for as long as the container
+    # runs: they get a pool of their own, so that they can never take the reconciler's.
+    log_connection_pool_size: int = 32
 
 
 class TokenBucket:
@@ -145,10 +154,16 @@ class KubeClient:
         writes: TokenBucket,
         *,
         owned_session: aiohttp.ClientSession | None = None,
+        logs_api: client.ApiClient | None = None,
+        logs_owned_session: aiohttp.ClientSession | None = None,
     ) -> None:
         self.api = api
         self._owned_session = owned_session  # closed after `api` (see connect)
+        self._logs_api = logs_api
+        self._logs_owned_session = logs_owned_session
         self.core = client.CoreV1Api(api)
+        # Pod log follows, over their own bounded pool when one was given (see KubeSettings).
+        self.logs = client.CoreV1Api(logs_api or api)
         self.batch = client.BatchV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.writes = writes
@@ -164,10 +179,15 @@ class KubeClient:
             # proxy variables (and NO_PROXY) once, here.
             configuration.proxy = _env_proxy(str(configuration.host))
         api = client.ApiClient(configuration)
+        logs_configuration = copy.deepcopy(configuration)
+        logs_configuration.connection_pool_maxsize = settings.log_connection_pool_size
+        logs_api = client.ApiClient(logs_configuration)
         return cls(
             api,
             TokenBucket(settings.write_qps, settings.write_burst),
             owned_session=_stop_reading_env_per_request(api),
+            logs_api=logs_api,
+            logs_owned_session=_stop_reading_env_per_request(logs_api),
         )
 
     @property
@@ -181,6 +201,10 @@ class KubeClient:
         await self.api.close()
         if self._owned_session is not None:
             await self._owned_session.close()  # owns the connector both sessions share
+        if self._logs_api is not None:
+            await self._logs_api.close()
+        if self._logs_owned_session is not None:
+            await self._logs_owned_session.close()
 
     async def __aenter__(self) -> KubeClient:
         return self

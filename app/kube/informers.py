@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from app.kube.client import KubeClient
 
 
+#: The list page size of the kinds that carry a workload's spec.
+SPEC_PAGE_SIZE = 50
+
+
 def in_managed_namespace(obj: Manifest) -> bool:
     """True for objects in a project namespace (`aicp-<project>`)."""
     return namespace_of(obj).startswith(NAME_PREFIX)
@@ -56,7 +60,10 @@ class Informers:
         self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 5.0
     ) -> None:
         def informer(
-            resource: Resource, selector: str | None = None, accept: Accept | None = None
+            resource: Resource,
+            selector: str | None = None,
+            accept: Accept | None = None,
+            page_size: int = 500,
         ) -> Informer:
             return Informer(
                 kube,
@@ -64,12 +71,15 @@ class Informers:
                 label_selector=selector,
                 accept=accept,
                 watch_timeout=watch_timeout,
+                page_size=page_size,
                 backoff=Backoff(cap=backoff_cap),
             )
 
-        self.jobs = informer(JOBS, MANAGED_BY_SELECTOR)
-        self.workloads = informer(WORKLOADS, accept=in_managed_namespace)
-        self.pods = informer(PODS, MANAGED_BY_SELECTOR)
+        # Jobs, Workloads and Pods carry the workload's spec (up to 256 KiB each) until they
+        # are slimmed: their lists are read in small pages, so a relist holds little at once.
+        self.jobs = informer(JOBS, MANAGED_BY_SELECTOR, page_size=SPEC_PAGE_SIZE)
+        self.workloads = informer(WORKLOADS, accept=in_managed_namespace, page_size=SPEC_PAGE_SIZE)
+        self.pods = informer(PODS, MANAGED_BY_SELECTOR, page_size=SPEC_PAGE_SIZE)
         self.nodes = informer(NODES)
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
         self.jobs.index_by_label(QUEUE_NAME_LABEL)

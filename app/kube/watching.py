@@ -20,6 +20,10 @@ The watch is read raw (one JSON event per line) rather than through kubernetes_a
 `Watch`: that helper retries a 410 once and hides it, raises a KeyError on an ERROR without a
 reason, and builds a second `ApiClient` per stream (docs/KUBERNETES.md §2).
 
+The cache keeps each object `slimmed` (`app.domain.kube_objects`): without managed fields, and
+without the parts of pod specs aicp never reads (a container's command, args and environment),
+so a cached Job or Pod costs little more than its metadata and status however large its spec.
+
 Handlers are synchronous callables `(event_type, obj)` that must only record or enqueue a
 key — they run on the informer's task, between two events, and must do no I/O. A handler that
 raises is logged and does not stop the informer.
@@ -36,9 +40,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 
-from app.domain.kube_objects import Key, Manifest, key_of, resource_version_of
+from app.domain.kube_objects import Key, Manifest, key_of, resource_version_of, slimmed
 from app.kube.cache import ObjectCache
 from app.kube.errors import Gone, KubeError, TooManyRequests, Unavailable, from_status, translated
+from app.kube.memory import release_freed_memory
 from app.kube.metrics import INFORMER_SYNCED, WATCH_EVENTS, WATCH_RESTARTS
 from app.kube.resources import Resource, request_json
 
@@ -236,7 +241,7 @@ class Informer:
                 item.setdefault("kind", self.resource.kind)
                 item.setdefault("apiVersion", self.resource.api_version)
                 if self.accept is None or self.accept(item):
-                    listed[key_of(item)] = item
+                    listed[key_of(item)] = slimmed(item)
             token = meta.get("continue") or None
             if not token:
                 break
@@ -255,6 +260,8 @@ class Informer:
             elif resource_version_of(old) != resource_version_of(obj):
                 self._notify("MODIFIED", obj)
         self.resource_version = version
+        listed.clear()
+        release_freed_memory()  # what the pages held beyond the slimmed objects
         self._progress()
         if not self.synced.is_set():
             self.synced.set()
@@ -332,7 +339,7 @@ class Informer:
             if gone is not None or accepted:
                 self._notify("DELETED", obj)
             return
-        old = self.cache.put(obj)
+        old = self.cache.put(slimmed(obj))
         self._notify("ADDED" if old is None else "MODIFIED", obj)
 
     def _notify(self, kind: EventType, obj: Manifest) -> None:

@@ -38,6 +38,22 @@ VALIDATION_ERRORS = Counter(
     registry=REGISTRY,
 )
 
+RATE_LIMITED = Counter(
+    "aicp_rate_limited_total",
+    "Requests answered 429 too-many-requests, by the limit they hit (token-reads, "
+    "token-writes, project-reads, project-writes, client-auth-failures).",
+    ["limit"],
+    registry=REGISTRY,
+)
+AUTH_FAILURES = Counter(
+    "aicp_auth_failures_total",
+    "Requests answered 401, by how the token was judged (malformed: refused by its form, no "
+    "database read; known-bad: in this replica's cache of rejected tokens, no read; looked-up: "
+    "read from the database).",
+    ["check"],
+    registry=REGISTRY,
+)
+
 # --- Streams (server-sent events) -------------------------------------------------------------
 STREAMS_OPEN = Gauge(
     "aicp_streams_open",
@@ -52,8 +68,16 @@ STREAM_EVENTS = Counter(
 STREAM_DROPS = Counter(
     "aicp_stream_drops_total",
     "Streams refused or closed by the server, by reason (limit: 429 at open; slow: the client "
-    "fell too far behind; revoked: its token stopped authenticating).",
+    "fell too far behind; revoked: its token stopped authenticating; project_deleted: its "
+    "project is being deleted).",
     ["reason"],
+    registry=REGISTRY,
+)
+
+LOG_FOLLOWS_OPEN = Gauge(
+    "aicp_log_follows_open",
+    "Log follows (`logs?follow=true`) open on this replica, each holding one connection of "
+    "its own pool to the Kubernetes API.",
     registry=REGISTRY,
 )
 

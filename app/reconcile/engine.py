@@ -70,6 +70,7 @@ class NewLease:
 
     grant: Grant
     sent: float  # loop time before the statement was sent: the local deadline counts from it
+    project: UUID | None = None  # the resource's project: its lane in the work queue
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +102,11 @@ class Reconciler:
         self.config = config
         self._db = db
         self._observer: EngineObserver = observer or PrometheusObserver()
+        # The project of each held key whose project is known (the API says it when it leases
+        # a new resource): the queue serves projects in turn, so one cannot starve another.
+        self._projects: dict[ResourceKey, UUID] = {}
         self.queue: WorkQueue[ResourceKey] = WorkQueue(
-            Backoff(base=config.retry_base, cap=config.retry_cap)
+            Backoff(base=config.retry_base, cap=config.retry_cap), group_of=self._project_of
         )
         self.book = LeaseBook(
             config.instance_id, config.lease_ttl, self._on_drop, incarnation=config.incarnation
@@ -188,11 +192,14 @@ class Reconciler:
         if count:
             log.info("retrying %d resources now that the Kubernetes API answers again", count)
 
-    async def lease_new(self, conn: Connection, kind: Kind, resource_id: UUID) -> NewLease | None:
+    async def lease_new(
+        self, conn: Connection, kind: Kind, resource_id: UUID, project: UUID | None = None
+    ) -> NewLease | None:
         """In the API transaction that creates a resource: lease it to this replica, instead of
         ringing the doorbell (docs/DESIGN.md §5). Call `lease_committed` once the transaction has
         committed; if it rolls back, drop the result. A lease never handed to
         `lease_committed` is released by the keeper after two renewals and swept up again.
+        `project` (the resource's) is its lane in the work queue while the lease is held.
         """
         key = ResourceKey(kind, resource_id)
         sent = self.book.now()
@@ -203,11 +210,11 @@ class Reconciler:
             ttl=self.config.lease_ttl,
             incarnation=self.config.incarnation,
         )
-        return None if grant is None else NewLease(grant, sent)
+        return None if grant is None else NewLease(grant, sent, project)
 
     def lease_committed(self, lease: NewLease) -> None:
         """The creating transaction committed: book the lease and queue the resource."""
-        self._on_granted([lease.grant], lease.sent)
+        self._on_granted([lease.grant], lease.sent, lease.project)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -376,14 +383,25 @@ class Reconciler:
         for key in keys:
             self.queue.add(key)
 
-    def _on_granted(self, grants: list[Grant], sent: float) -> None:
+    def _on_granted(self, grants: list[Grant], sent: float, project: UUID | None = None) -> None:
         for key in self.book.granted(grants, sent):
+            if project is not None:
+                self._projects[key] = project
             self.queue.add(key)
         self._leases_changed()
 
     def _on_drop(self, key: ResourceKey) -> None:
         self.queue.drop(key)
+        self._projects.pop(key, None)
         self._leases_changed()
+
+    def _project_of(self, key: ResourceKey) -> UUID | None:
+        """The work queue's lane of `key`: its project when known (a project is its own). The
+        keys this replica claimed through the doorbell or the sweep, whose project it was not
+        told, share one lane."""
+        if key.kind == "project":
+            return key.id
+        return self._projects.get(key)
 
     def _leases_changed(self) -> None:
         self._observer.leases_held(self.book.counts())

@@ -12,7 +12,12 @@ Contract (docs/DESIGN.md §5, the shape of client-go's workqueue):
   grows with consecutive failures; `done(key)` without failure resets the count;
 - `drop(key)` forgets a key entirely (its lease moved to a peer): it leaves the ready set, its
   timer is cancelled, and a processing key is not re-run when it finishes;
-- `close()` stops handing out keys: waiting and later `get()` calls raise `QueueClosed`.
+- `close()` stops handing out keys: waiting and later `get()` calls raise `QueueClosed`;
+- keys are served fairly between *groups* (`group_of(key)`: the engine's is the resource's
+  project): each group has its own first-in-first-out lane, and `get()` takes from the lanes in
+  turn, one key each. A group that queued a thousand keys therefore delays another group's one
+  key by at most one key per busy group, not by the thousand. Without `group_of` there is one
+  lane: plain arrival order.
 
 Everything runs on one event loop, so the bookkeeping needs no locks; the only awaits are in
 `get()`.
@@ -22,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Hashable
+from collections import deque
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -49,12 +55,20 @@ class Backoff:
 class WorkQueue(Generic[K]):
     """A deduplicating, per-key serialized queue of keys (see the module docstring)."""
 
-    def __init__(self, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        backoff: Backoff | None = None,
+        *,
+        group_of: Callable[[K], Hashable] | None = None,
+    ) -> None:
         self._backoff = self.backoff = backoff or Backoff()
-        # `_ready` is the authority on what is queued; `_fifo` may hold stale duplicates of keys
-        # that were dropped or already handed out, which `get()` skips.
+        self._group_of = group_of
+        # `_ready` is the authority on what is queued; the lanes may hold stale duplicates of
+        # keys that were dropped or already handed out, which `get()` skips.
         self._ready: set[K] = set()
-        self._fifo: asyncio.Queue[K | None] = asyncio.Queue()
+        self._lanes: dict[Hashable, deque[K]] = {}  # group → its keys in arrival order
+        self._turns: deque[Hashable] = deque()  # the groups with a non-empty lane, next first
+        self._entries = asyncio.Semaphore(0)  # one count per key in a lane (and one at close)
         self._processing: set[K] = set()
         self._dirty: set[K] = set()
         # After-processing delays requested for a key that is processing (min wins).
@@ -75,7 +89,7 @@ class WorkQueue(Generic[K]):
         self._cancel_timer(key)
         if key not in self._ready:
             self._ready.add(key)
-            self._fifo.put_nowait(key)
+            self._push(key)
 
     def requeue_after(self, key: K, seconds: float) -> None:
         """Queue `key` in `seconds` unless it is (or becomes) queued sooner."""
@@ -119,19 +133,18 @@ class WorkQueue(Generic[K]):
         for _, handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
-        self._fifo.put_nowait(None)
+        self._entries.release()
 
     # -- consumers -------------------------------------------------------------------------
 
     async def get(self) -> K:
         """Wait for the next queued key and mark it processing. Raises `QueueClosed`."""
         while True:
-            key = await self._fifo.get()
-            if key is None:
-                self._fifo.put_nowait(None)  # wake the next waiter too
-                raise QueueClosed
+            await self._entries.acquire()
             if self._closed:
-                continue
+                self._entries.release()  # wake the next waiter too
+                raise QueueClosed
+            key = self._pop()
             if key in self._ready:
                 self._ready.remove(key)
                 self._processing.add(key)
@@ -181,7 +194,33 @@ class WorkQueue(Generic[K]):
         """Keys waiting on a timer (requeue-after or backoff)."""
         return len(self._timers)
 
+    @property
+    def groups(self) -> int:
+        """Groups with keys in their lane (stale entries included)."""
+        return len(self._lanes)
+
     # -- internals -------------------------------------------------------------------------
+
+    def _push(self, key: K) -> None:
+        group = None if self._group_of is None else self._group_of(key)
+        lane = self._lanes.get(group)
+        if lane is None:
+            lane = self._lanes[group] = deque()
+            self._turns.append(group)
+        lane.append(key)
+        self._entries.release()
+
+    def _pop(self) -> K:
+        """The next key in turn: the first of the next group's lane (there is one: the
+        semaphore counts the entries)."""
+        group = self._turns.popleft()
+        lane = self._lanes[group]
+        key = lane.popleft()
+        if lane:
+            self._turns.append(group)  # its next key waits for every other group's turn
+        else:
+            del self._lanes[group]
+        return key
 
     def _fire(self, key: K) -> None:
         self._timers.pop(key, None)

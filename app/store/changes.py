@@ -69,6 +69,22 @@ async def of_project(
     )
 
 
+async def count_of_project(
+    conn: Connection,
+    project_id: uuid.UUID,
+    after: int,
+    upto: int,
+    most: int,
+    *,
+    name: str | None = None,
+) -> int:
+    """How many changes `of_project` would return without a limit, counted up to `most`."""
+    count = await conn.fetchval(
+        QUERIES["changes_count_of_project"], project_id, after, upto, most, name
+    )
+    return int(count)
+
+
 async def purge(conn: Connection, older_than_seconds: float) -> int:
     """Forget changes older than that; how many went."""
     status = await conn.execute(QUERIES["changes_purge"], older_than_seconds)
@@ -111,6 +127,12 @@ async def mark_watched(
 
 async def unmark_all(conn: Connection, replica: str) -> None:
     await conn.execute(QUERIES["stream_interest_drop"], replica)
+
+
+async def live_projects(conn: Connection, project_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """Which of `project_ids` still exist and are not being deleted."""
+    rows = await conn.fetch(QUERIES["projects_still_live"], project_ids)
+    return {r["id"] for r in rows}
 
 
 async def valid_tokens(conn: Connection, token_ids: list[uuid.UUID]) -> set[uuid.UUID]:

@@ -39,12 +39,19 @@ else:  # asyncpg's classes are not subscriptable at runtime
 # broke mid-message), or a bound below (lock wait, statement, idle transaction) was reached.
 # asyncpg's `InterfaceError` is one too when a connection was closed under a transaction — but
 # it also means caller bugs (a wrong argument count), so `is_unavailable` looks at its message.
+# Every refusal the server answers to a new connection is here: 57P03 (`CannotConnectNowError`:
+# "the database system is starting up" / "is shutting down"), 53300 (`TooManyConnectionsError`:
+# the server's or the role's connection limit) and 55000 (`ObjectNotInPrerequisiteStateError`:
+# 'database "…" is not currently accepting connections', as while a replica is promoted). None
+# of aicp's statements raises 55000 (no sequence `currval`, no concurrent refresh), so wherever
+# it comes from it means "not now".
 UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     asyncio.TimeoutError,
     asyncpg.PostgresConnectionError,
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
+    asyncpg.ObjectNotInPrerequisiteStateError,
     asyncpg.ConnectionDoesNotExistError,
     asyncpg.AdminShutdownError,
     asyncpg.InternalClientError,

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from app.domain.errors import IdempotencyKeyReused
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
+    import uuid
+
     from app.store.db import Connection
+
+CreatedKind = Literal["project", "pool", "workload", "token"]
+ResourceState = Literal["live", "deleting", "gone"]
 
 
 @dataclass(frozen=True)
@@ -17,6 +22,8 @@ class StoredResponse:
     status: int
     body: bytes
     location: str | None
+    resource_kind: CreatedKind | None = None
+    resource_id: uuid.UUID | None = None
 
 
 async def claim(
@@ -38,14 +45,46 @@ async def claim(
         return None
     if bytes(row["request_sha256"]) != request_sha256:
         raise IdempotencyKeyReused()
-    return StoredResponse(row["status"], bytes(row["body"]), row["location"])
+    return StoredResponse(
+        row["status"],
+        bytes(row["body"]),
+        row["location"],
+        row["resource_kind"],
+        row["resource_id"],
+    )
 
 
 async def store(
-    conn: Connection, *, identity: str, key: str, status: int, body: bytes, location: str | None
+    conn: Connection,
+    *,
+    identity: str,
+    key: str,
+    status: int,
+    body: bytes,
+    location: str | None,
+    resource_kind: CreatedKind,
+    resource_id: uuid.UUID,
 ) -> None:
-    """Record the response of the request that owns the key (same transaction as its write)."""
-    await conn.execute(QUERIES["store_idempotent_response"], identity, key, status, body, location)
+    """Record the response of the request that owns the key and which resource it created
+    (same transaction as its write)."""
+    await conn.execute(
+        QUERIES["store_idempotent_response"],
+        identity,
+        key,
+        status,
+        body,
+        location,
+        resource_kind,
+        resource_id,
+    )
+
+
+async def resource_state(
+    conn: Connection, kind: CreatedKind, resource_id: uuid.UUID
+) -> ResourceState:
+    """What became of a created resource: live, deleting (a token: revoked) or gone."""
+    state = await conn.fetchval(QUERIES["idempotent_resource_state"], kind, resource_id)
+    return "gone" if state is None else state
 
 
 async def purge_expired(conn: Connection) -> int:

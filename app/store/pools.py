@@ -26,6 +26,7 @@ import asyncpg
 
 from app.domain.errors import (
     BeingDeleted,
+    ExceedsProjectLimit,
     FieldError,
     GenerationMismatch,
     InUse,
@@ -35,6 +36,7 @@ from app.domain.errors import (
 )
 from app.domain.events import EventReason, EventType
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
+from app.domain.project_limits import Holding, limits_from, overruns
 from app.domain.validation import is_name
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
@@ -78,6 +80,33 @@ def _quota_dict(quota: Quota) -> dict[str, Any]:
     return {"accelerators": quota.accelerators, "cpu": quota.cpu, "memory": quota.memory}
 
 
+async def check_project_limits(
+    conn: Connection,
+    project: ProjectScope,
+    accelerator_class: str,
+    quota: Quota,
+    *,
+    pool_id: uuid.UUID = _NIL,
+) -> None:
+    """422 `ExceedsProjectLimit` when the project's pools, with this one (`pool_id`, if it
+    exists already, at its new quota), would hold more than the project's limits allow.
+
+    Call it under the project's FOR SHARE lock (`ensure_project_live`), which a limits change
+    waits for. While the project has limits, creates and quota changes of its pools then take
+    its advisory lock, so the second of two at once sees the first's pool."""
+    limits = limits_from(await conn.fetchval(QUERIES["project_limits_for_pools"], project.id))
+    if limits is None:
+        return
+    await conn.execute(QUERIES["lock_project_quota"], project.id)
+    held = [
+        Holding.of(row["accelerator_class"], row["quota"])
+        for row in await conn.fetch(QUERIES["project_pool_quotas"], project.id, pool_id)
+    ]
+    over = overruns(limits, held, Holding.of(accelerator_class, quota))
+    if over:
+        raise ExceedsProjectLimit(project=project.name, overruns=over)
+
+
 async def create(
     conn: Connection,
     project: ProjectScope,
@@ -94,6 +123,7 @@ async def create(
     when no accelerator binding of that class exists.
     """
     await ensure_project_live(conn, project.id, project.name)
+    await check_project_limits(conn, project, body.accelerator_class, body.quota)
     pool_id = uuid.uuid4()
     try:
         row = await conn.fetchrow(
@@ -196,9 +226,11 @@ async def update_quota(
 ) -> PoolResource:
     """Replace the quota as a new generation (SpecUpdated event, doorbell); `BeingDeleted`
     while the pool is being deleted; `GenerationMismatch` when `if_match` is stale."""
+    await ensure_project_live(conn, project.id, project.name)
     row = await _locked(conn, QUERIES["lock_pool_for_update"], project, name, if_match)
     if row["deletion_requested_at"] is not None:
         raise BeingDeleted(f"Compute pool {name!r} is being deleted and cannot be changed.")
+    await check_project_limits(conn, project, row["accelerator_class"], quota, pool_id=row["id"])
     generation = await conn.fetchval(QUERIES["pool_update_quota"], row["id"], _quota_dict(quota))
     await record_event(
         conn,

@@ -9,11 +9,19 @@ from app.domain.errors import (
     BeingDeleted,
     GenerationMismatch,
     InUse,
+    LimitBelowAllocation,
     NotFound,
     name_taken,
 )
 from app.domain.events import EventType
 from app.domain.naming import namespace_for
+from app.domain.project_limits import (
+    Holding,
+    describe,
+    limits_from,
+    limits_to_json,
+    overruns,
+)
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
 from app.store.paging import Position, fetch_page
@@ -22,6 +30,7 @@ from app.store.queries import QUERIES
 if TYPE_CHECKING:
     import asyncpg
 
+    from app.domain.specs import ProjectLimits
     from app.store.db import Connection
 
 NIL_UUID = uuid.UUID(int=0)
@@ -38,6 +47,7 @@ def project_from_row(row: asyncpg.Record) -> Project:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         created_by=row["created_by"],
+        limits=limits_from(row["limits"]),
         status=Status(
             state=row["state"],
             reason=row["state_reason"],
@@ -54,13 +64,23 @@ async def create_project(
     display_name: str | None,
     labels: dict[str, str],
     actor: str,
+    limits: ProjectLimits | None = None,
 ) -> Project:
     """Insert a PENDING project, its Accepted event and doorbell; 409 when the name is taken."""
     project_id = uuid.uuid4()
     reason = f"Accepted; waiting for namespace {namespace_for(name)} to be created."
-    spec = {"display_name": display_name, "labels": labels}
+    stored_limits = limits_to_json(limits)
+    spec = {"display_name": display_name, "labels": labels, "limits": stored_limits}
     row = await conn.fetchrow(
-        QUERIES["insert_project"], project_id, name, display_name, labels, spec, reason, actor
+        QUERIES["insert_project"],
+        project_id,
+        name,
+        display_name,
+        labels,
+        spec,
+        reason,
+        actor,
+        stored_limits,
     )
     if row is None:
         holder = await conn.fetchrow(QUERIES["project_by_name"], name)
@@ -73,7 +93,7 @@ async def create_project(
         resource_id=project_id,
         resource_name=name,
         type=EventType.ACCEPTED,
-        message=f"Project {name} created.",
+        message=f"Project {name} created with {describe(limits)}.",
         actor=actor,
         generation=row["generation"],
     )
@@ -120,6 +140,57 @@ async def ensure_project_live(conn: Connection, project_id: uuid.UUID, name: str
         raise NotFound(f"Project {name!r} not found.")
     if not live:
         raise BeingDeleted(f"Project {name!r} is being deleted.")
+
+
+async def set_limits(
+    conn: Connection,
+    *,
+    project_id: uuid.UUID,
+    name: str,
+    limits: ProjectLimits | None,
+    actor: str,
+    expected_generation: int | None = None,
+) -> Project:
+    """Replace the project's limits as a new generation (SpecUpdated event, doorbell).
+
+    Limits below what the project's pools already hold are refused (409
+    `LimitBelowAllocation`, naming each): the pools never hold more than their project's limits
+    allow, so the platform admin shrinks or deletes pools first. The project row is locked FOR
+    NO KEY UPDATE, which waits for pool creates and quota changes under way (FOR SHARE) and
+    holds back new ones until this commits. 409 being-deleted once deletion was requested.
+    """
+    locked = await conn.fetchrow(QUERIES["lock_project_for_limits"], project_id)
+    if locked is None:
+        raise NotFound(f"Project {name!r} not found.")
+    if expected_generation is not None and expected_generation != locked["generation"]:
+        raise GenerationMismatch(locked["generation"])
+    if not locked["live"]:
+        raise BeingDeleted(f"Project {name!r} is being deleted and cannot be changed.")
+    held = [
+        Holding.of(row["accelerator_class"], row["quota"])
+        for row in await conn.fetch(QUERIES["project_pool_quotas"], project_id, NIL_UUID)
+    ]
+    over = overruns(limits, held, None)
+    if over:
+        raise LimitBelowAllocation(project=name, overruns=over)
+    stored = limits_to_json(limits)
+    spec = {**(locked["spec"] or {}), "limits": stored}
+    row = await conn.fetchrow(QUERIES["set_project_limits"], project_id, stored, spec)
+    assert row is not None  # the row is locked: it is still there
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="project",
+        resource_id=project_id,
+        resource_name=name,
+        type=EventType.SPEC_UPDATED,
+        message=f"Limits of project {name} set to {describe(limits)} at generation "
+        f"{row['generation']}.",
+        actor=actor,
+        generation=row["generation"],
+    )
+    await ring_doorbell(conn, "project", project_id)
+    return project_from_row(row)
 
 
 async def request_project_deletion(

@@ -58,6 +58,35 @@ class CachedToken:
     expires_at: datetime | None
 
 
+class RejectedTokens:
+    """Digests of project tokens that failed to authenticate, with the reason, so that the same
+    bad token sent again costs no database read.
+
+    Safe without invalidation: a rejection never turns into an acceptance. An unknown secret
+    stays unknown (the server generates every secret, 256 random bits, and shows it only after
+    its row committed), a revoked token stays revoked and an expired one expired (no request
+    changes either). At most `max_entries` (then it starts over).
+    """
+
+    def __init__(self, max_entries: int = 10_000) -> None:
+        self.max_entries = max_entries
+        self._reasons: dict[bytes, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+    def reason(self, digest: bytes) -> str | None:
+        """Why the token with this digest was rejected before; None: not known to be bad."""
+        return self._reasons.get(digest)
+
+    def reject(self, digest: bytes, reason: str) -> None:
+        if self.max_entries <= 0:
+            return
+        if len(self._reasons) >= self.max_entries:
+            self._reasons.clear()
+        self._reasons[digest] = reason
+
+
 class TokenCache:
     def __init__(
         self,

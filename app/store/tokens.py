@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime  # noqa: TC003 - a dataclass field
 from typing import TYPE_CHECKING
 
-from app.domain.errors import AlreadyExists, NotFound
+from app.domain.errors import AlreadyExists, NotFound, TokenLimitReached
 from app.domain.events import EventType
 from app.domain.resources import Token, TokenCreated
 from app.store.audit import record_event
@@ -18,6 +19,8 @@ from app.store.queries import QUERIES
 from app.store.token_cache import CachedToken
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import asyncpg
 
     from app.store.db import Connection, Database
@@ -25,6 +28,10 @@ if TYPE_CHECKING:
 
 TOKEN_PREFIX = "aicp_"
 NIL_UUID = uuid.UUID(int=0)
+
+
+#: What `new_secret` makes: anything else is refused by its form, without a database read.
+TOKEN_FORM = re.compile(re.escape(TOKEN_PREFIX) + r"[A-Za-z0-9_-]{43}")
 
 
 def new_secret() -> str:
@@ -55,12 +62,17 @@ async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
 
 
 async def authenticate_cached(
-    db: Database, cache: TokenCache | None, secret: str
+    db: Database,
+    cache: TokenCache | None,
+    secret: str,
+    *,
+    before_read: Callable[[], None] | None = None,
 ) -> TokenIdentity | None:
     """`authenticate`, answered from `cache` when it holds the token (no database round trip).
 
     A valid token read from the database is cached; see app/store/token_cache.py for when a
     cached answer stops being used (any change to any token, a lost LISTEN connection, expiry).
+    `before_read` runs just before the database would be read (it may raise to refuse that).
     """
     key = digest(secret)
     if cache is not None:
@@ -75,6 +87,8 @@ async def authenticate_cached(
                 expired=False,
                 expires_at=hit.expires_at,
             )
+    if before_read is not None:
+        before_read()
     generation = cache.generation if cache is not None else 0
     async with db.connection() as conn:
         found = await _read_token(conn, key)
@@ -110,7 +124,17 @@ def token_from_row(row: asyncpg.Record) -> Token:
         expires_at=row["expires_at"],
         revoked_at=row["revoked_at"],
         created_by=row["created_by"],
+        minted_by=None if row["minted_by"] is None else str(row["minted_by"]),
     )
+
+
+@dataclass(frozen=True)
+class Minter:
+    """The project token creating a token: the new one is its child (see `revoke_token`) and
+    never outlives it."""
+
+    id: uuid.UUID
+    expires_at: datetime | None
 
 
 async def create_token(
@@ -121,8 +145,22 @@ async def create_token(
     role: str,
     expires_in_days: int | None,
     actor: str,
+    minter: Minter | None = None,
+    max_live: int | None = None,
 ) -> TokenCreated:
-    """Create a token; the returned secret exists nowhere else. 409 when the name is taken."""
+    """Create a token; the returned secret exists nowhere else. 409 when the name is taken, 409
+    `TokenLimitReached` when the project already has `max_live` live (unrevoked, unexpired)
+    tokens. Token creates of one project are serialized, so two at once cannot both pass the
+    cap. ``minter``: the project token creating it (None: the platform admin)."""
+    if max_live is not None:
+        await conn.execute(QUERIES["lock_project_tokens"], project_id)
+        live = await conn.fetchval(QUERIES["live_tokens_of_project"], project_id)
+        if live >= max_live:
+            raise TokenLimitReached(
+                max_live,
+                f"The project has {live} live tokens, its limit of {max_live}; revoke one "
+                "(or let one expire) first.",
+            )
     token_id = uuid.uuid4()
     secret = new_secret()
     row = await conn.fetchrow(
@@ -134,6 +172,8 @@ async def create_token(
         digest(secret),
         expires_in_days,
         actor,
+        minter.id if minter is not None else None,
+        minter.expires_at if minter is not None else None,
     )
     if row is None:
         raise AlreadyExists(
@@ -171,27 +211,36 @@ async def list_tokens(
 
 async def revoke_token(
     conn: Connection, *, project_id: uuid.UUID, token_id: uuid.UUID, actor: str
-) -> None:
-    """Revoke a token of this project (idempotent); 404 when the project has no such token.
+) -> int:
+    """Revoke a token of this project and every token it minted, recursively, in this
+    transaction (idempotent); 404 when the project has no such token. Returns how many this
+    call revoked.
 
     The update notifies ``aicp_tokens`` (trigger of migration 0008): every replica's token
-    cache drops itself when it hears that; the caller drops its own after the commit. A second
-    notification on the same channel carries the token id, so that every replica closes the
-    token's open streams at once.
+    cache drops itself when it hears that; the caller drops its own after the commit. One more
+    notification per revoked token, on the same channel, carries its id, so that every replica
+    closes those tokens' open streams at once.
     """
-    row = await conn.fetchrow(QUERIES["revoke_token"], token_id, project_id)
-    if row is None:
+    rows = await conn.fetch(QUERIES["revoke_token"], token_id, project_id)
+    if not rows:
         if not await conn.fetchval(QUERIES["token_exists"], token_id, project_id):
             raise NotFound("No such token in this project.")
-        return
-    await record_event(
-        conn,
-        project_id=project_id,
-        kind="token",
-        resource_id=token_id,
-        resource_name=row["name"],
-        type=EventType.REVOKED,
-        message=f"Token {row['name']} revoked.",
-        actor=actor,
-    )
-    await conn.execute(QUERIES["notify_token_revoked"], str(token_id))
+        return 0
+    root = next((row["name"] for row in rows if row["root"]), "a token")
+    for row in rows:
+        if row["root"]:
+            message = f"Token {row['name']} revoked."
+        else:
+            message = f"Token {row['name']} revoked with {root}, which it descends from."
+        await record_event(
+            conn,
+            project_id=project_id,
+            kind="token",
+            resource_id=row["id"],
+            resource_name=row["name"],
+            type=EventType.REVOKED,
+            message=message,
+            actor=actor,
+        )
+    await conn.execute(QUERIES["notify_token_revoked"], [row["id"] for row in rows])
+    return len(rows)

@@ -30,7 +30,7 @@ from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
 from app.store.audit import record_event, ring_doorbell
-from app.store.paging import Position, fetch_page
+from app.store.paging import ByteBound, Position, fetch_page
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -151,6 +151,11 @@ async def get_id(conn: Connection, project: ProjectScope, name: str) -> uuid.UUI
     return workload_id
 
 
+#: A page of workloads ends early once its rows' text passes this (a handful of the largest
+#: specs): what one list request holds in memory stays bounded whatever its `limit`.
+PAGE_BOUND = ByteBound("row_bytes", 2 << 20)
+
+
 async def page(
     conn: Connection,
     project: ProjectScope,
@@ -177,7 +182,9 @@ async def page(
             if state is None
             else (QUERIES["list_workloads_in_pool_in_state"], [project.id, pool_id, state])
         )
-    rows, position = await fetch_page(conn, query, *args, after=after, limit=limit, first_id=_NIL)
+    rows, position = await fetch_page(
+        conn, query, *args, after=after, limit=limit, first_id=_NIL, bound=PAGE_BOUND
+    )
     return [workload_from_row(row, project.name) for row in rows], position
 
 

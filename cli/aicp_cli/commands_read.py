@@ -141,11 +141,16 @@ def _watch(
 @click.pass_context
 def describe(ctx: click.Context, resource: str, name: str) -> None:
     """Everything about one workload: spec, status and its reason, admission, nodes,
-    accelerator evidence and the event timeline."""
+    accelerator evidence and the event timeline; or a project with its limits."""
     kind = kind_named(resource)
+    if kind.name == "project":
+        with client_for(ctx) as client:
+            _describe_project(client.get(kind.path(None, name)))
+        return
     if kind.name != "workload":
         raise CliError(
-            "describe shows workloads; use 'aicp get RESOURCE NAME -o yaml' for the rest"
+            "describe shows workloads and projects; use 'aicp get RESOURCE NAME -o yaml' for "
+            "the rest"
         )
     with client_for(ctx) as client:
         project = project_of(client)
@@ -230,6 +235,42 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
             printable(event.get("actor_name") or event.get("actor")),
         )
         click.echo(f"  {when:>5}  {printable(kind):<18} {message}  [{actor}]")
+
+
+def _describe_project(p: dict[str, Any]) -> None:
+    status = p.get("status") or {}
+    limits = p.get("limits") or {}
+    _section(
+        "",
+        [
+            ("Name", p["name"]),
+            ("Display name", p.get("display_name")),
+            ("Namespace", p.get("namespace")),
+            ("UID", p.get("uid")),
+            ("Generation", f"{p.get('generation')} (observed {status.get('observed_generation')})"),
+            (
+                "Created",
+                f"{p.get('created_at')} ({age(p.get('created_at'))} ago) by {p.get('created_by')}",
+            ),
+            ("State", status.get("state")),
+            ("Reason", status.get("reason")),
+        ],
+    )
+    accelerators = limits.get("accelerators")
+    _section(
+        "Limits (what its compute pools may hold together)",
+        [
+            (
+                "Accelerators",
+                "no ceiling"
+                if accelerators is None
+                else ", ".join(f"{k}={v}" for k, v in sorted(accelerators.items()))
+                or "none of any class",
+            ),
+            ("CPU", limits.get("cpu") or "no ceiling"),
+            ("Memory", limits.get("memory") or "no ceiling"),
+        ],
+    )
 
 
 def _section(title: str, lines: list[tuple[str, Any]]) -> None:

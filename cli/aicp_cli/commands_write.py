@@ -176,6 +176,28 @@ def run(
     return int(ctx.invoke(wait, name=created["name"], condition="state=SUCCEEDED", timeout="24h"))
 
 
+def _limits(gpus: tuple[str, ...], cpu: str | None, memory: str | None) -> dict[str, object] | None:
+    """The `limits` of a project body from the --limit-* options; None when none is given."""
+    if not gpus and cpu is None and memory is None:
+        return None
+    limits: dict[str, object] = {}
+    if gpus:
+        counts: dict[str, int] = {}
+        for accelerator_class, count in _pairs(gpus, "--limit-gpus").items():
+            if not count.isascii() or not count.isdigit():
+                raise click.BadParameter(
+                    f"{accelerator_class}={count}: the count must be a whole number",
+                    param_hint="--limit-gpus",
+                )
+            counts[accelerator_class] = int(count)
+        limits["accelerators"] = counts
+    if cpu is not None:
+        limits["cpu"] = cpu
+    if memory is not None:
+        limits["memory"] = memory
+    return limits
+
+
 def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for item in items:
@@ -244,15 +266,35 @@ def create_pool(
 @create.command("project", short_help="Create a project (platform admin).")
 @click.argument("name")
 @click.option("--display-name")
+@click.option(
+    "--limit-gpus",
+    "limit_gpus",
+    multiple=True,
+    metavar="CLASS=N",
+    help="At most N accelerators of CLASS in the project's pools (repeatable; once given, a "
+    "class not named may have none).",
+)
+@click.option("--limit-cpu", help="At most this much cpu in the project's pools together.")
+@click.option("--limit-memory", help="At most this much memory in the project's pools together.")
 @click.option("--wait", "wait_ready", is_flag=True, help="Then wait until it is READY.")
 @click.pass_context
 def create_project(
-    ctx: click.Context, name: str, display_name: str | None, wait_ready: bool
+    ctx: click.Context,
+    name: str,
+    display_name: str | None,
+    limit_gpus: tuple[str, ...],
+    limit_cpu: str | None,
+    limit_memory: str | None,
+    wait_ready: bool,
 ) -> None:
-    """A project (platform admin): a tenant with its own namespace."""
+    """A project (platform admin): a tenant with its own namespace. Without --limit-*
+    options its pools may hold any amount (no ceiling)."""
     body: dict[str, object] = {"name": name}
     if display_name:
         body["display_name"] = display_name
+    limits = _limits(limit_gpus, limit_cpu, limit_memory)
+    if limits is not None:
+        body["limits"] = limits
     with client_for(ctx) as client:
         client.request("POST", "/projects", body=body)
         click.echo(f"project/{name} created")

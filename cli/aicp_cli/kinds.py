@@ -66,6 +66,19 @@ POOL_WIDE: list[Column] = [
     ("CLUSTER QUEUE", lambda o: _status(o, "cluster_queue")),
     ("REASON", lambda o: _status(o, "reason")),
 ]
+
+
+def limits_text(limits: dict[str, Any] | None) -> str:
+    """A project's limits in one cell: `h100-80g=16,cpu=256,memory=2Ti`, or `none`."""
+    if not limits:
+        return "none"
+    parts = [f"{k}={v}" for k, v in sorted((limits.get("accelerators") or {}).items())]
+    if limits.get("accelerators") == {}:
+        parts.append("no accelerators")
+    parts += [f"{key}={limits[key]}" for key in ("cpu", "memory") if limits.get(key) is not None]
+    return ",".join(parts) or "none"
+
+
 PROJECT_COLUMNS: list[Column] = [
     ("NAME", lambda o: o["name"]),
     ("STATE", lambda o: _status(o, "state")),
@@ -74,6 +87,7 @@ PROJECT_COLUMNS: list[Column] = [
 ]
 PROJECT_WIDE: list[Column] = [
     *PROJECT_COLUMNS,
+    ("LIMITS", lambda o: limits_text(o.get("limits"))),
     ("DISPLAY NAME", lambda o: o.get("display_name")),
     ("REASON", lambda o: _status(o, "reason")),
 ]

@@ -7,7 +7,8 @@ files, or `-` for standard input. Applying is create-or-replace by name:
 - Workload: created (POST) when absent; replaced (PUT, a new generation) when its spec differs
   from the stored one, the defaults filled in; unchanged otherwise.
 - ComputePool: created when absent; its quota changed (PATCH) when it differs.
-- Project: created when absent (projects have no update).
+- Project: created when absent; its `limits` changed (PATCH) when the document names them and
+  they differ (the other fields have no update).
 - AcceleratorBinding: PUT (created or replaced).
 """
 
@@ -159,7 +160,11 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
         current = client.exists(by_name("project").path(None, name))
         if current is None:
             return Plan(doc, "created", "POST", "/projects", doc.body, _diff(None, doc.body, name))
-        return Plan(doc, "unchanged", None, by_name("project").path(None, name), None, "")
+        if "limits" not in doc.body or _same_limits(current.get("limits"), doc.body["limits"]):
+            return Plan(doc, "unchanged", None, by_name("project").path(None, name), None, "")
+        patch = {"limits": doc.body["limits"]}
+        diff = _diff({"limits": current.get("limits")}, patch, name)
+        return Plan(doc, "configured", "PATCH", by_name("project").path(None, name), patch, diff)
     path = by_name("binding").path(None, name)
     current = client.exists(path)
     body = {k: v for k, v in doc.body.items() if k != "accelerator_class"}
@@ -169,6 +174,16 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
             return Plan(doc, "unchanged", None, path, None, "")
         return Plan(doc, "configured", "PUT", path, body, _diff(stored, body, name))
     return Plan(doc, "created", "PUT", path, body, _diff(None, body, name))
+
+
+def _same_limits(stored: Any, wanted: Any) -> bool:
+    """Limits as the server shows them (every ceiling, null when none) against a document's
+    (only those it names)."""
+    if stored is None or wanted is None:
+        return stored is None and wanted is None
+    if not isinstance(wanted, dict):
+        return False
+    return _same(stored, {"accelerators": None, "cpu": None, "memory": None, **wanted})
 
 
 def _project(project: str | None, doc: Document) -> str:

@@ -27,7 +27,7 @@ _SUFFIXES: dict[str, Decimal] = {
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
 }
-_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|([numkMGTPE]i?|Ki)?)$")
+_QUANTITY = re.compile(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|([numkMGTPE]i?|Ki)?)")
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
@@ -44,7 +44,7 @@ def parse_milli(value: object) -> int:
         value = repr(value)
     if not isinstance(value, str):
         raise ValueError(f"not a quantity: {value!r}")
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value.strip())
     if match is None:
         raise ValueError(f"not a quantity: {value!r}")
     number, exponent, suffix = match.groups()

@@ -13,6 +13,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from app.config import Settings
 from tests.chart.rendering import (
     ADMIN_TOKEN,
     DATABASE_URL,
@@ -138,6 +139,23 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_DB_POOL_SIZE": "10",
         "AICP_KUBE_WRITE_QPS": "50",
         "AICP_KUBE_WRITE_BURST": "100",
+        "AICP_TOKENS_PER_PROJECT": "1000",
+        "AICP_HTTP_MAX_HEAD_BYTES": "65536",
+        "AICP_HTTP_MAX_REQUEST_LINE_BYTES": "8192",
+        "AICP_HTTP_MAX_HEADERS": "100",
+        "AICP_HTTP_HEAD_TIMEOUT_SECONDS": "10",
+        "AICP_HTTP_BODY_TIMEOUT_SECONDS": "30",
+        "AICP_HTTP_MAX_CONNECTIONS": "4096",
+        "AICP_RATE_READS_PER_TOKEN": "200",
+        "AICP_RATE_WRITES_PER_TOKEN": "10",
+        "AICP_RATE_READS_PER_PROJECT": "500",
+        "AICP_RATE_WRITES_PER_PROJECT": "20",
+        "AICP_RATE_AUTH_FAILURES_PER_CLIENT": "10",
+        "AICP_RATE_BURST_SECONDS": "5",
+        "AICP_LOG_FOLLOWS_MAX": "32",
+        "AICP_LOG_FOLLOWS_PER_TOKEN": "4",
+        "AICP_LOG_FOLLOWS_PER_PROJECT": "8",
+        "AICP_STREAMS_PER_PROJECT": "500",
     }
     assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
 
@@ -285,3 +303,16 @@ def test_a_zero_pre_stop_sleep_drops_the_hook_for_clusters_without_the_sleep_act
 
     assert "lifecycle" not in rendered.container
     kubernetes_validate.validate(rendered.one("Deployment"), KUBERNETES_VERSION, strict=True)
+
+
+def test_the_charts_limits_are_the_services_defaults() -> None:
+    env = render(DEFAULT_VALUES).env
+    limits = {
+        name: e["value"]
+        for name, e in env.items()
+        if name.startswith(("AICP_RATE_", "AICP_LOG_FOLLOWS_", "AICP_STREAMS_PER_PROJECT"))
+    }
+    required = {"DATABASE_URL": "postgresql://x/y", "AICP_ADMIN_TOKEN": "a" * 20}
+    assert len(limits) == 10
+    charted = Settings.from_env({**required, **limits, "AICP_INSTANCE_ID": "a"})
+    assert charted == Settings.from_env({**required, "AICP_INSTANCE_ID": "a"})

@@ -122,10 +122,31 @@ async def _status(client: httpx.AsyncClient, path: str, expected: int) -> bool:
     return (await client.get(path)).status_code == expected
 
 
+def _section(text: str, heading: str) -> str:
+    """One README section, by its heading line (up to the next heading)."""
+    return re.split(r"\n#{2,3} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
+
+
 def _blocks(text: str, heading: str) -> list[str]:
-    """The ```sh blocks of one README section, by its heading line (up to the next heading)."""
-    section = re.split(r"\n#{2,3} ", text.split(f"\n{heading}\n", 1)[1], maxsplit=1)[0]
-    return re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
+    """The ```sh blocks of one README section."""
+    return re.findall(r"^```sh\n(.*?)^```", _section(text, heading), flags=re.S | re.M)
+
+
+def console_commands(text: str, heading: str) -> list[str]:
+    """The commands of the ```console blocks of one README section: each `$ ` line with its
+    continuation lines; the output shown after them is left out."""
+    commands: list[str] = []
+    for block in re.findall(r"^```console\n(.*?)^```", _section(text, heading), re.S | re.M):
+        continuing = False
+        for line in block.splitlines():
+            if continuing:
+                commands[-1] += "\n" + line
+            elif line.startswith("$ "):
+                commands.append(line[2:])
+            else:
+                continue
+            continuing = line.endswith("\\")
+    return commands
 
 
 def golden_path_script() -> str:
@@ -137,13 +158,6 @@ def golden_path_script() -> str:
     assert len(quick) >= 2, "the quick start lost its code blocks"
     assert len(golden) >= 6, "the golden path lost its code blocks"
     return "set -euo pipefail\n" + "\n".join(quick + golden)
-
-
-def cli_golden_path_script() -> str:
-    """The ```sh blocks of the README's "Golden path" (the command line), in order."""
-    blocks = _blocks(README.read_text(), "## Golden path")
-    assert len(blocks) >= 6, "the golden path lost its code blocks"
-    return "set -euo pipefail\n" + "\n".join(blocks)
 
 
 async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_releases_every_lease(
@@ -180,10 +194,10 @@ async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_release
             base_url=url, headers={"Authorization": f"Bearer {token}"}
         ) as client:
             long_run = await client.post(
-                "/api/v1/projects/research/workloads",
+                "/api/v1/projects/vision/workloads",
                 json={
                     "name": "long",
-                    "compute_pool": "h100-pool",
+                    "compute_pool": "vision-pool",
                     "image": "busybox",
                     "accelerators": 1,
                     "cpu": "1",

@@ -291,12 +291,18 @@ class Replica:
                 await self._drain
 
 
+#: The request codes a client may send before its startup packet (protocol 3).
+SSL_REQUEST = (80877103).to_bytes(4, "big")
+GSS_REQUEST = (80877104).to_bytes(4, "big")
+
+
 class PgProxy:
     """TCP proxy to PostgreSQL that can refuse new connections and cut the open ones."""
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
         self.port = 0
+        self._refusal: tuple[str, str] | None = None
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -307,6 +313,10 @@ class PgProxy:
             self._accept, "127.0.0.1", self.port, reuse_address=True
         )
         self.port = self._server.sockets[0].getsockname()[1]
+
+    @property
+    def listening(self) -> bool:
+        return self._server is not None
 
     def url_for(self, database_url: str) -> str:
         """`database_url` with the proxy's address instead of the server's."""
@@ -334,6 +344,17 @@ class PgProxy:
             self._server = None
         self.cut()
 
+    def answer_refusal(self, sqlstate: str, message: str) -> int:
+        """Answer every new connection as a server that refuses it does: an ErrorResponse
+        (FATAL, `sqlstate`, `message`) to its startup packet, then close. Cuts what is open;
+        return how many. `forward` goes back to proxying."""
+        self._refusal = (sqlstate, message)
+        return self.cut()
+
+    def forward(self) -> None:
+        """Proxy new connections to the server again (after `answer_refusal`)."""
+        self._refusal = None
+
     async def stop(self) -> None:
         await self.refuse()
         for task in list(self._tasks):
@@ -343,6 +364,9 @@ class PgProxy:
                 await task
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._refusal is not None:
+            await self._refuse_startup(reader, writer, *self._refusal)
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -363,6 +387,35 @@ class PgProxy:
             for end in (writer, up_writer):
                 self._pipes.discard(end)
                 end.transport.abort()
+
+    @staticmethod
+    async def _refuse_startup(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sqlstate: str, message: str
+    ) -> None:
+        """The server's side of a refused startup (PostgreSQL frontend/backend protocol 3):
+        decline TLS, read the startup packet, answer an ErrorResponse and close."""
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, ValueError):
+            while True:
+                length = int.from_bytes(await reader.readexactly(4), "big")
+                packet = await reader.readexactly(length - 4)
+                if packet[:4] in (SSL_REQUEST, GSS_REQUEST):
+                    writer.write(b"N")
+                    await writer.drain()
+                    continue
+                break
+            fields = b"".join(
+                code + text.encode() + b"\0"
+                for code, text in (
+                    (b"S", "FATAL"),
+                    (b"V", "FATAL"),
+                    (b"C", sqlstate),
+                    (b"M", message),
+                )
+            )
+            body = fields + b"\0"
+            writer.write(b"E" + (len(body) + 4).to_bytes(4, "big") + body)
+            await writer.drain()
+        writer.transport.abort()
 
     @staticmethod
     async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

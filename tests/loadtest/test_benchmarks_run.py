@@ -163,3 +163,22 @@ def test_stream_benchmark_delivers_every_change_to_every_watcher(pg_server_url: 
     assert line is not None, out
     assert "p99" in line and "(15 deliveries, 0 missing)" in line
     assert "per idle stream" in out
+
+
+def test_the_tenant_attack_prints_each_ceiling_holding(pg_server_url: str) -> None:
+    out = _run(
+        "loadtest/tenant_attack.py",
+        "--pg",
+        pg_server_url,
+        "--burst",
+        "6",
+        "--token-cap",
+        "3",
+        "--depth",
+        "3",
+    )
+    assert "quota unlimited 6 pool creates at once: 6 accepted holding 300003" in out
+    # Alternating 100,000 and 1: only the three 1-accelerator pools fit under 16.
+    assert "quota limited   6 pool creates at once: 3 accepted holding 3 accelerators" in out
+    assert "3 created, 3 refused (409)" in out
+    assert "0 of 3 still authenticate" in out

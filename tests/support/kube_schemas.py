@@ -64,20 +64,32 @@ def kueue_crds() -> Path | None:
     return build.kueue_crds if build is not None else None
 
 
-@functools.cache
-def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any] | None:
-    """The strict openAPIV3Schema of a Kueue kind from its CRD; None before the build."""
-    crds = kueue_crds()
-    if crds is None:
-        return None
+def _crd_schema(crds: Path, kind: str, version: str) -> dict[str, Any]:
+    """The strict openAPIV3Schema of `kind` at `version` from the CRD files in `crds`."""
     for path in sorted(crds.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
-        if crd["spec"]["names"]["kind"] != kind:
+        if crd.get("kind") != "CustomResourceDefinition" or crd["spec"]["names"]["kind"] != kind:
             continue
         for served in crd["spec"]["versions"]:
             if served["name"] == version:
                 return dict(_strict(served["schema"]["openAPIV3Schema"]))
     raise LookupError(f"no CRD for {kind} {version} in {crds}")
+
+
+@functools.cache
+def kueue_schema(kind: str, version: str = "v1beta2") -> dict[str, Any] | None:
+    """The strict openAPIV3Schema of a Kueue kind from its CRD; None before the build."""
+    crds = kueue_crds()
+    return None if crds is None else _crd_schema(crds, kind, version)
+
+
+@functools.cache
+def gateway_api_schema(kind: str, version: str = "v1") -> dict[str, Any] | None:
+    """The strict openAPIV3Schema of a Gateway API kind (HTTPRoute) from its CRD at the version
+    the pinned Kueue module depends on; None while the Go module cache lacks it (no Go, or
+    no build yet)."""
+    crds = real_cluster_build.gateway_api_crds()
+    return None if crds is None else _crd_schema(crds, kind, version)
 
 
 @functools.cache

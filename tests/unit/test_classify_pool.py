@@ -13,7 +13,10 @@ from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState
 
 H100 = BindingPut(resource_name="nvidia.com/gpu", flavor="h100-80g")
-POOL = PoolIdentity(project="research", pool="h100-pool", accelerator_class="h100-80g")
+POOL_UID = "5f0c6a52-3f0e-4c1b-9d7e-2b1f7c3a9e10"
+POOL = PoolIdentity(
+    project="research", pool="h100-pool", accelerator_class="h100-80g", uid=POOL_UID
+)
 
 
 def _cluster_queue(

@@ -34,6 +34,7 @@ def test_every_variable_is_read() -> None:
             "AICP_DB_POOL_SIZE": "3",
             "AICP_LOG_FORMAT": "console",
             "AICP_RECOVERY_TIMEOUT_SECONDS": "90",
+            "AICP_TOKENS_PER_PROJECT": "7",
         }
     )
     assert (settings.kubeconfig, settings.instance_id, settings.http_host) == ("/k", "a-1", "::1")
@@ -41,6 +42,7 @@ def test_every_variable_is_read() -> None:
     assert (settings.lease_ttl_seconds, settings.sweep_interval_seconds) == (2.5, 0.5)
     assert settings.log_format == "console"
     assert settings.recovery_timeout_seconds == 90.0
+    assert settings.tokens_per_project == 7
 
 
 @pytest.mark.parametrize(
@@ -54,6 +56,7 @@ def test_every_variable_is_read() -> None:
         ("AICP_DB_POOL_SIZE", "lots"),
         ("AICP_LOG_FORMAT", "yaml"),
         ("AICP_RECOVERY_TIMEOUT_SECONDS", "0"),
+        ("AICP_TOKENS_PER_PROJECT", "0"),
         ("DATABASE_URL", "mysql://db"),
     ],
 )

@@ -65,6 +65,8 @@ def test_an_unexpected_error_is_a_500_with_the_request_id_and_nothing_else(
         (errors.PayloadTooLarge(), 413, "payload-too-large", {}),
         (errors.UnsupportedMediaType(), 415, "unsupported-media-type", {}),
         (errors.IdempotencyKeyReused(), 422, "idempotency-key-reused", {}),
+        (errors.CreatedResourceGone(), 410, "created-resource-gone", {}),
+        (errors.TokenLimitReached(3), 409, "token-limit-reached", {"limit": 3}),
         (
             errors.ExceedsPoolCapacity(
                 compute_pool="p",

@@ -24,25 +24,29 @@ H100 = BindingPut(
     node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
     tolerations=[Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
 )
-POOL = PoolIdentity(project="research", pool="h100-pool", accelerator_class="h100-80g")
+POOL_UID = "5f0c6a52-3f0e-4c1b-9d7e-2b1f7c3a9e10"
+POOL = PoolIdentity(
+    project="research", pool="h100-pool", accelerator_class="h100-80g", uid=POOL_UID
+)
 QUOTA = Quota(accelerators=16, cpu="256", memory="2Ti")
-LONGEST = PoolIdentity(project="p" * 30, pool="q" * 30, accelerator_class="h100-80g")
+LONGEST = PoolIdentity(project="p" * 30, pool="q" * 30, accelerator_class="h100-80g", uid=POOL_UID)
 
 
 def test_the_project_namespace_is_valid_and_labelled_for_its_cluster_queues() -> None:
-    namespace = render_namespace("research")
+    namespace = render_namespace("research", POOL_UID)
 
     validate_builtin(namespace)
     check_metadata(namespace, namespaced=False)
     assert namespace["metadata"]["name"] == "aicp-research"
     assert namespace["metadata"]["labels"] == {
         "aicp.dev/project": "research",
+        "aicp.dev/uid": POOL_UID,
         "app.kubernetes.io/managed-by": "aicp",
     }
 
 
 def test_the_namespace_of_a_30_character_project_fits_a_dns_label() -> None:
-    namespace = render_namespace("p" * 30)
+    namespace = render_namespace("p" * 30, POOL_UID)
 
     validate_builtin(namespace)
     check_metadata(namespace, namespaced=False)
@@ -164,7 +168,7 @@ def test_three_priority_classes_are_rendered_low_normal_high() -> None:
 @pytest.mark.parametrize(
     "render",
     [
-        pytest.param(lambda: render_namespace("research"), id="namespace"),
+        pytest.param(lambda: render_namespace("research", POOL_UID), id="namespace"),
         pytest.param(lambda: render_resource_flavor(H100), id="flavor"),
         pytest.param(lambda: render_cluster_queue(POOL, QUOTA, H100), id="cluster-queue"),
         pytest.param(lambda: render_local_queue(POOL), id="local-queue"),
@@ -180,3 +184,16 @@ def test_rendering_twice_gives_identical_manifests_and_declares_no_status(render
     for manifest in first if isinstance(first, list) else [first]:
         assert "status" not in manifest
         assert manifest["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "aicp"
+
+
+def test_cluster_queue_names_are_injective_where_the_plain_join_was_not() -> None:
+    first = PoolIdentity(project="cq-a", pool="b-c", accelerator_class="h100-80g", uid=POOL_UID)
+    second = PoolIdentity(project="cq-a-b", pool="c", accelerator_class="h100-80g", uid=POOL_UID)
+    assert first.legacy_cluster_queue == second.legacy_cluster_queue == "aicp-cq-a-b-c"
+    assert (first.cluster_queue, second.cluster_queue) == ("aicp-cq--a-b-c", "aicp-cq--a--b-c")
+
+
+def test_queues_carry_the_pool_id_that_makes_them_its_own() -> None:
+    queue = render_cluster_queue(POOL, Quota(accelerators=1, cpu="1", memory="1Gi"), H100)
+    assert queue["metadata"]["labels"]["aicp.dev/uid"] == POOL_UID
+    assert render_local_queue(POOL)["metadata"]["labels"]["aicp.dev/uid"] == POOL_UID

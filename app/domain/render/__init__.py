@@ -18,6 +18,7 @@ from app.domain.render.job import (
 )
 from app.domain.render.queues import (
     PRIORITY_VALUES,
+    namespace_owner_labels,
     priority_class_name,
     render_cluster_queue,
     render_local_queue,
@@ -33,6 +34,7 @@ __all__ = [
     "PoolIdentity",
     "declared_drift",
     "identity_labels",
+    "namespace_owner_labels",
     "priority_class_name",
     "render_cluster_queue",
     "render_job",

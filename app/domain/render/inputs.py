@@ -9,15 +9,35 @@ from __future__ import annotations
 
 import msgspec
 
-from app.domain.naming import cluster_queue_name, job_name, local_queue_name, namespace_for
+from app.domain.labels import POOL_LABEL, PROJECT_LABEL, UID_LABEL
+from app.domain.naming import (
+    cluster_queue_name,
+    job_name,
+    legacy_cluster_queue_name,
+    local_queue_name,
+    namespace_for,
+)
 
 
 class PoolIdentity(msgspec.Struct, frozen=True, kw_only=True):
-    """A compute pool of a project, as Kueue sees it: one ClusterQueue and one LocalQueue."""
+    """A compute pool of a project, as Kueue sees it: one ClusterQueue and one LocalQueue.
+
+    `uid` is the pool's id: its queues carry it (`aicp.dev/uid`), so aicp knows them for its own.
+    """
 
     project: str
     pool: str
     accelerator_class: str
+    uid: str
+
+    @property
+    def owner_labels(self) -> dict[str, str]:
+        """The labels that make a queue this pool's own (`app.domain.ownership`)."""
+        return {PROJECT_LABEL: self.project, POOL_LABEL: self.pool, UID_LABEL: self.uid}
+
+    @property
+    def legacy_cluster_queue(self) -> str:
+        return legacy_cluster_queue_name(self.project, self.pool)
 
     @property
     def namespace(self) -> str:

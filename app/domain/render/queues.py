@@ -18,8 +18,8 @@ from app.domain.labels import (
     ACCELERATOR_CLASS_LABEL,
     KUEUE_API_VERSION,
     NAME_PREFIX,
-    POOL_LABEL,
     PROJECT_LABEL,
+    UID_LABEL,
     managed_labels,
 )
 from app.domain.naming import namespace_for
@@ -38,14 +38,20 @@ def priority_class_name(priority: str) -> str:
     return f"{NAME_PREFIX}{priority}"
 
 
-def render_namespace(project: str) -> Manifest:
-    """The project's namespace `aicp-<project>`, labelled so ClusterQueues can select it."""
+def namespace_owner_labels(project: str, project_uid: str) -> dict[str, str]:
+    """The labels that make a namespace this project's own (`app.domain.ownership`)."""
+    return {PROJECT_LABEL: project, UID_LABEL: project_uid}
+
+
+def render_namespace(project: str, project_uid: str) -> Manifest:
+    """The project's namespace `aicp-<project>`, labelled so ClusterQueues can select it and
+    with the project's id, so aicp knows it for its own."""
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": namespace_for(project),
-            "labels": managed_labels({PROJECT_LABEL: project}),
+            "labels": managed_labels(namespace_owner_labels(project, project_uid)),
         },
     }
 
@@ -106,8 +112,7 @@ def render_cluster_queue(pool: PoolIdentity, quota: Quota, binding: BindingPut) 
             "name": pool.cluster_queue,
             "labels": managed_labels(
                 {
-                    PROJECT_LABEL: pool.project,
-                    POOL_LABEL: pool.pool,
+                    **pool.owner_labels,
                     ACCELERATOR_CLASS_LABEL: pool.accelerator_class,
                 }
             ),
@@ -133,7 +138,7 @@ def render_local_queue(pool: PoolIdentity) -> Manifest:
         "metadata": {
             "name": pool.local_queue,
             "namespace": pool.namespace,
-            "labels": managed_labels({PROJECT_LABEL: pool.project, POOL_LABEL: pool.pool}),
+            "labels": managed_labels(pool.owner_labels),
         },
         "spec": {"clusterQueue": pool.cluster_queue},
     }

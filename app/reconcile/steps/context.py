@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.domain.events import EventReason, EventType
-from app.domain.states import WorkloadState
+from app.domain.states import ResourceState, WorkloadState
 from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
 from app.reconcile.steps.routing import PoolRoutes
 from app.store import reconciling
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from app.domain.kinds import Kind
     from app.domain.kube_objects import Manifest
     from app.domain.render.inputs import JobIdentity
-    from app.domain.states import ResourceState
     from app.kube.client import KubeClient
     from app.kube.informers import Informers
     from app.reconcile.fencing import Fence
@@ -137,6 +136,31 @@ class StepContext:
                 for event in events or ():
                     await self.record(conn, subject, event, generation)
         return written
+
+    async def refuse_foreign(
+        self,
+        fence: Fence,
+        subject: Subject,
+        *,
+        generation: int,
+        current: tuple[str, str | None],
+        reason: str,
+        observed: dict[str, Any],
+    ) -> None:
+        """DEGRADED with the sentence naming the cluster object that is not aicp's (nothing
+        was written to it); no write when `current` (state, reason) says so already."""
+        if current == (ResourceState.DEGRADED, reason):
+            return
+        log.warning("%s %s: %s", subject.kind, subject.name, reason)
+        await self.write_status(
+            fence,
+            subject,
+            generation=generation,
+            state=ResourceState.DEGRADED,
+            reason=reason,
+            observed=observed,
+            events=[Event(EventType.DEGRADED, reason)],
+        )
 
     async def record(self, conn: Any, subject: Subject, event: Event, generation: int) -> None:
         """Append one controller event inside the caller's transaction."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from app.domain.events import EventType
 from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
+from app.domain.ownership import foreign_owner
 from app.kube.apply import delete_job, get, remove_finalizer
 from app.kube.resources import JOBS
 from app.reconcile.fencing import delete_lease, fenced_transaction, kube_fenced
@@ -115,7 +116,8 @@ async def delete_workload(
         namespace = identity_of(row).namespace
         for name in _known_names(row):
             live = await get(ctx.kube, JOBS, namespace, name)
-            if live is not None:
+            # A Job of that name someone else made is not this workload's to delete.
+            if live is not None and foreign_owner(live, {UID_LABEL: str(row.id)}) is None:
                 jobs[name] = live
     if jobs:
         await remove_jobs(ctx, fence, row, spec, list(jobs.values()))

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from app.domain.classify.pool import classify_pool
 from app.domain.events import EventReason, EventType
+from app.domain.kube_objects import field
+from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import (
     PoolIdentity,
     declared_drift,
@@ -38,7 +41,8 @@ from app.domain.render import (
 )
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState
-from app.kube.apply import apply, delete, get
+from app.kube.apply import apply_checked, delete, get
+from app.kube.errors import Conflict
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 from app.observability.metrics import DRIFT_CORRECTIONS
 from app.reconcile.fencing import fenced_transaction, kube_fenced
@@ -71,12 +75,26 @@ _STATE_EVENTS = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """The objects a pool writes, as read when their ownership was checked (None: absent)."""
+
+    queue: Manifest | None
+    local_queue: Manifest | None
+    flavor: Manifest | None
+
+
 def _subject(row: PoolRow) -> Subject:
     return Subject(kind="pool", id=row.id, project_id=row.project_id, name=row.name)
 
 
 def _identity(row: PoolRow) -> PoolIdentity:
-    return PoolIdentity(project=row.project, pool=row.name, accelerator_class=row.accelerator_class)
+    return PoolIdentity(
+        project=row.project,
+        pool=row.name,
+        accelerator_class=row.accelerator_class,
+        uid=str(row.id),
+    )
 
 
 class PoolStep:
@@ -120,7 +138,26 @@ class PoolStep:
                 found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
-            queue = await self._apply(fence, row, identity, binding, desired)
+            refused, live = await self._foreign(identity, binding, queue)
+            if refused is not None:
+                await ctx.refuse_foreign(
+                    fence,
+                    _subject(row),
+                    generation=row.generation,
+                    current=(row.state, row.state_reason),
+                    reason=refused,
+                    observed={
+                        "cluster_queue": identity.cluster_queue,
+                        "local_queue": identity.local_queue,
+                    },
+                )
+                return Result.requeue(UNWATCHED_CHECK_SECONDS)
+            try:
+                queue = await self._apply(fence, row, identity, binding, desired, live)
+            except Conflict as exc:
+                # An object changed (or appeared) between its check and the write: check again.
+                log.info("pool %s/%s: checking its objects again: %s", row.project, row.name, exc)
+                return Result.requeue(WAIT_SECONDS)
             if found:
                 for kind in found:
                     DRIFT_CORRECTIONS.labels(kind).inc()
@@ -172,6 +209,33 @@ class PoolStep:
                 found[kind] = [f"{kind} {m}" if live else m for m in lacking]
         return found
 
+    async def _foreign(
+        self, identity: PoolIdentity, binding: BindingPut, queue: Manifest | None
+    ) -> tuple[str | None, _Live]:
+        """The sentence of the first object the pool would write that is someone else's
+        (`app.domain.ownership`), else None; and the three objects as they were checked."""
+        kube = self.ctx.kube
+        if queue is None:
+            queue = await get(kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+        live = _Live(
+            queue=queue,
+            local_queue=await get(kube, LOCAL_QUEUES, identity.namespace, identity.local_queue),
+            flavor=await get(kube, RESOURCE_FLAVORS, None, binding.flavor),
+        )
+        for kind, name, found, expected in (
+            ("ClusterQueue", identity.cluster_queue, live.queue, identity.owner_labels),
+            (
+                "LocalQueue",
+                f"{identity.namespace}/{identity.local_queue}",
+                live.local_queue,
+                identity.owner_labels,
+            ),
+            ("ResourceFlavor", binding.flavor, live.flavor, {}),
+        ):
+            if (manager := foreign_owner(found, expected)) is not None:
+                return not_taken_over(kind, name, manager), live
+        return None, live
+
     async def _apply(
         self,
         fence: Fence,
@@ -179,17 +243,55 @@ class PoolStep:
         identity: PoolIdentity,
         binding: BindingPut,
         desired: Manifest,
+        live: _Live,
     ) -> Manifest:
+        """Apply the flavor and the queues, each only over the object `_foreign` checked."""
         ctx = self.ctx
         async with ctx.db.transaction() as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
             async with kube_fenced(fence, f"apply of ResourceFlavor {binding.flavor}"):
-                await apply(ctx.kube, render_resource_flavor(binding))
+                await apply_checked(ctx.kube, render_resource_flavor(binding), live.flavor)
+        local_queue = live.local_queue
         async with kube_fenced(fence, f"apply of the queues of pool {row.name}"):
-            queue = await apply(ctx.kube, desired)
-            await apply(ctx.kube, render_local_queue(identity))
+            queue = await apply_checked(ctx.kube, desired, live.queue, pin_version=False)
+            pointed = field(local_queue, "spec", "clusterQueue") if local_queue else None
+            if pointed is not None and pointed != identity.cluster_queue:
+                # Kueue keeps a LocalQueue's clusterQueue immutable: one rendered by an earlier
+                # version under the old ClusterQueue name is replaced, not updated.
+                uid = field(local_queue, "metadata", "uid")
+                await delete(
+                    ctx.kube,
+                    LOCAL_QUEUES,
+                    identity.namespace,
+                    identity.local_queue,
+                    uid=str(uid) if uid else None,
+                )
+                local_queue = None
+            await apply_checked(
+                ctx.kube, render_local_queue(identity), local_queue, pin_version=False
+            )
+        await self._retire_legacy_queue(fence, identity)
         log.info("pool %s/%s generation %d: queues applied", row.project, row.name, row.generation)
         return queue
+
+    async def _retire_legacy_queue(self, fence: Fence, identity: PoolIdentity) -> None:
+        """Delete the ClusterQueue an earlier version rendered under the old, non-injective
+        name, when it is this pool's (by its project and pool labels); never another's."""
+        legacy = identity.legacy_cluster_queue
+        if legacy == identity.cluster_queue:
+            return
+        live = await get(self.ctx.kube, CLUSTER_QUEUES, None, legacy)
+        if live is None or foreign_owner(live, identity.owner_labels) is not None:
+            return
+        uid = field(live, "metadata", "uid")
+        async with kube_fenced(fence, f"delete of the earlier ClusterQueue {legacy}"):
+            await delete(self.ctx.kube, CLUSTER_QUEUES, None, legacy, uid=str(uid) if uid else None)
+        log.info(
+            "pool %s/%s: deleted ClusterQueue %s of an earlier version",
+            identity.project,
+            identity.pool,
+            legacy,
+        )
 
     async def _record(
         self,
@@ -232,17 +334,31 @@ class PoolStep:
         self, fence: Fence, row: PoolRow, identity: PoolIdentity, binding: BindingPut
     ) -> Result:
         ctx = self.ctx
+        mine = identity.owner_labels
+        local_queue = await get(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
+        queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
         async with kube_fenced(fence, f"delete of the queues of pool {row.name}"):
-            await delete(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
-            await delete(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+            # Only the pool's own: a queue of that name someone else made is left as it is.
+            if local_queue is not None and foreign_owner(local_queue, mine) is None:
+                await delete(ctx.kube, LOCAL_QUEUES, identity.namespace, identity.local_queue)
+            if queue is not None and foreign_owner(queue, mine) is None:
+                await delete(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+            else:
+                queue = None
+        await self._retire_legacy_queue(fence, identity)
         async with fenced_transaction(ctx.db, fence) as conn:
             await reconciling.lock_flavor(conn, binding.flavor)
             if await reconciling.flavor_other_users(conn, binding.flavor, row.id) == 0:
-                async with kube_fenced(fence, f"delete of ResourceFlavor {binding.flavor}"):
-                    await delete(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
+                flavor = await get(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
+                if flavor is not None and foreign_owner(flavor, {}) is None:
+                    async with kube_fenced(fence, f"delete of ResourceFlavor {binding.flavor}"):
+                        await delete(ctx.kube, RESOURCE_FLAVORS, None, binding.flavor)
         async with ctx.db.connection() as conn:
             in_use = await reconciling.pool_has_workloads(conn, row.id)
-        if in_use or await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue):
+        gone = queue is None or not await get(
+            ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue
+        )
+        if in_use or not gone:
             return Result.requeue(DELETION_RECHECK_SECONDS)
         ctx.routes.forget(row.id)
         final = {

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from app.domain.events import EventReason, EventType
 from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
+from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import render_job
 from app.domain.states import WorkloadState
 from app.kube.apply import create, get, remove_finalizer
@@ -148,6 +149,8 @@ class WorkloadStep:
             job = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
             if job is None:
                 return await self._create(fence, row, spec, identity)
+        if (manager := foreign_owner(job, {UID_LABEL: str(row.id)})) is not None:
+            return await self._refused(fence, row, identity, manager)
         if is_terminating(job):
             return await drift.job_deleted(ctx, fence, row, spec, job)
         if not _settled(row) and not job_finished(job):
@@ -174,6 +177,8 @@ class WorkloadStep:
             existing = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
             if existing is None:
                 raise
+            if (manager := foreign_owner(existing, {UID_LABEL: str(row.id)})) is not None:
+                return await self._refused(fence, row, identity, manager)
             log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
             return await self._observe(fence, row, spec, existing)
         classification = observe(ctx, row, spec, created)
@@ -207,6 +212,19 @@ class WorkloadStep:
     ) -> Result:
         """The cluster refuses the Job as invalid: retrying cannot help, so say why and stop."""
         reason = f"The cluster rejected Job {identity.job_name} as invalid: {exc}".rstrip(".") + "."
+        return await self._failed(fence, row, reason)
+
+    async def _refused(
+        self, fence: Fence, row: WorkloadRow, identity: JobIdentity, manager: str
+    ) -> Result:
+        """A Job of this generation's name exists and is not this workload's (`aicp.dev/uid`):
+        it is neither adopted nor touched, and the workload fails saying whose it is."""
+        if row.state == WorkloadState.FAILED:
+            return Result.release()
+        job = f"{identity.namespace}/{identity.job_name}"
+        return await self._failed(fence, row, not_taken_over("Job", job, manager))
+
+    async def _failed(self, fence: Fence, row: WorkloadRow, reason: str) -> Result:
         await self.ctx.write_status(
             fence,
             subject_of(row),

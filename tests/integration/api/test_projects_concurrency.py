@@ -76,7 +76,7 @@ async def test_idempotency_keys_are_scoped_to_the_caller(api: Api) -> None:
     async with api.as_token(owner) as project_admin:
         other = await project_admin.post(
             "/api/v1/projects/research/tokens",
-            json={"name": "b", "role": "viewer"},
+            json={"name": "b", "role": "viewer", "expires_in_days": 1},
             headers=headers,
         )
     assert other.status_code == 201

@@ -98,6 +98,27 @@ async def test_resuming_with_last_event_id_misses_nothing_and_repeats_nothing(
         assert (await resumed.next()).state == "SUCCEEDED"
 
 
+async def test_a_resume_over_many_large_changes_replays_each_once_in_order(
+    api: Api, sql: asyncpg.Connection
+) -> None:
+    await project_with_pool(api)
+    big = {f"BLOB_{i}": "x" * 32000 for i in range(7)}  # near the 256 KiB body limit
+    async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
+        await create_workload(api, "w0", accelerators=0, env=big)
+        last = (await stream.next()).id
+    names = [f"w{i}" for i in range(1, 25)]
+    for name in names:
+        await create_workload(api, name, accelerators=0, env=big)
+    async with open_stream(
+        api.client, WORKLOADS, params={"watch": "true"}, last_event_id=last
+    ) as resumed:
+        replayed = [await resumed.next() for _ in names]
+        assert [(e.type, e.object["name"]) for e in replayed] == [("ADDED", n) for n in names]
+        assert replayed[-1].object["spec"]["env"] == big
+        await observe(sql, "w0", "RUNNING")
+        assert (await resumed.next()).object["name"] == "w0"  # then live
+
+
 async def test_a_list_watch_follows_the_filters_and_new_workloads(
     api: Api, sql: asyncpg.Connection
 ) -> None:
@@ -226,6 +247,11 @@ async def test_a_resume_point_older_than_the_history_is_410_and_nonsense_is_422(
     bad = await status_of(api.client, f"{WORKLOADS}/train-7b/watch", last_event_id="x")
     assert bad.status_code == 422
     assert bad.json()["errors"][0]["field"] == "Last-Event-ID"
+    superscript = await api.client.get(
+        f"{WORKLOADS}/train-7b/watch", headers={"Last-Event-ID": "²".encode("latin-1")}
+    )
+    assert superscript.status_code == 422, superscript.text
+    assert superscript.json()["errors"][0]["field"] == "Last-Event-ID"
 
 
 async def test_a_client_that_reads_too_slowly_is_dropped_not_buffered(
@@ -313,3 +339,14 @@ async def test_head_on_a_stream_answers_its_headers_and_ends(api: Api) -> None:
     assert missing.status_code == 404
     listing = await api.client.head(f"{WORKLOADS}?watch=true", timeout=5)
     assert listing.status_code == 200
+
+
+async def test_a_platform_admins_stream_ends_once_its_project_is_being_deleted(api: Api) -> None:
+    await api.create_project("doomed")
+    async with open_stream(api.client, "/api/v1/projects/doomed/workloads?watch=true") as stream:
+        deleted = await api.client.delete("/api/v1/projects/doomed")
+        assert deleted.status_code == 202, deleted.text
+        started = time.monotonic()
+        await stream.end(timeout=10.0)  # the feed checks its projects every 5 s
+        assert time.monotonic() - started < 10.0
+        assert stream.seen == []

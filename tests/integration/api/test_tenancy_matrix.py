@@ -39,8 +39,9 @@ def project_calls(token_id: str) -> list[Call]:
     """Every endpoint scoped to the project `research` (method, path, json body)."""
     return [
         ("GET", P, None),
+        ("PATCH", P, {"limits": None}),
         ("DELETE", P, None),
-        ("POST", f"{P}/tokens", {"name": "ci", "role": "viewer"}),
+        ("POST", f"{P}/tokens", {"name": "ci", "role": "viewer", "expires_in_days": 1}),
         ("GET", f"{P}/tokens", None),
         ("DELETE", f"{P}/tokens/{token_id}", None),
         ("POST", f"{P}/compute-pools", POOL_BODY),
@@ -73,6 +74,7 @@ GLOBAL_CALLS: list[Call] = [
 # The least role each project-scoped write needs ("platform-admin": project tokens never may).
 WRITE_ROLE = {
     ("DELETE", P): "platform-admin",
+    ("PATCH", P): "platform-admin",
     ("POST", f"{P}/tokens"): "admin",
     ("GET", f"{P}/tokens"): "admin",
     ("DELETE", f"{P}/tokens/"): "admin",

@@ -72,7 +72,8 @@ async def test_a_project_admin_token_manages_tokens_and_an_editor_cannot(api: Ap
     editor = await api.create_token("research", role="editor", name="dev")
     async with api.as_token(admin) as owner:
         made = await owner.post(
-            "/api/v1/projects/research/tokens", json={"name": "bot", "role": "viewer"}
+            "/api/v1/projects/research/tokens",
+            json={"name": "bot", "role": "viewer", "expires_in_days": 7},
         )
         assert made.status_code == 201
         assert made.json()["token"].startswith("aicp_")

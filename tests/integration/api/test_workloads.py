@@ -178,6 +178,30 @@ async def test_listing_in_pages_returns_every_workload_once(api: Api) -> None:
         assert (await api.client.get(WORKLOADS, params={"limit": limit})).status_code == 422
 
 
+def max_size_env(seed: int) -> dict[str, str]:
+    """Environment variables that take a workload's body near its 256 KiB limit."""
+    return {f"BLOB_{i}": f"{seed}" * 32000 for i in range(7)}
+
+
+async def test_a_page_of_large_workloads_ends_early_and_its_cursor_continues(api: Api) -> None:
+    await project_with_pool(api)
+    for i in range(12):
+        await create_workload(api, f"big{i}", accelerators=0, env=max_size_env(i % 10))
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        params = {"limit": 500, **({"cursor": cursor} if cursor else {})}
+        response = await api.client.get(WORKLOADS, params=params)
+        assert response.status_code == 200, response.text
+        assert len(response.content) < (2 << 20) + (256 << 10)  # the bound plus one row at most
+        pages.append([w["name"] for w in response.json()["items"]])
+        cursor = response.json()["next_cursor"]
+        if cursor is None:
+            break
+    assert len(pages) > 1 and all(pages)
+    assert [name for page in pages for name in page] == [f"big{i}" for i in reversed(range(12))]
+
+
 async def test_events_page_newest_first(api: Api) -> None:
     await project_with_pool(api)
     await create_workload(api)

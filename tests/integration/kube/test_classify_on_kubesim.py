@@ -44,7 +44,10 @@ BINDING = BindingPut(
     flavor="h100-80g",
     node_labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
 )
-POOL = PoolIdentity(project="research", pool="h100-pool", accelerator_class="h100-80g")
+POOL_UID = "5f0c6a52-3f0e-4c1b-9d7e-2b1f7c3a9e10"
+POOL = PoolIdentity(
+    project="research", pool="h100-pool", accelerator_class="h100-80g", uid=POOL_UID
+)
 
 
 @pytest.fixture
@@ -64,7 +67,7 @@ class Sim:
     async def setup_pool(self, gpus: int) -> None:
         """Apply everything a project with one pool needs, exactly as rendered."""
         await client.CoreV1Api(self.api).patch_namespace(
-            "aicp-research", render_namespace("research"), **APPLY
+            "aicp-research", render_namespace("research", POOL_UID), **APPLY
         )
         for priority_class in render_priority_classes():
             await self.custom.patch_cluster_custom_object(
