@@ -448,6 +448,14 @@ WHERE pool_id = $1 AND deletion_requested_at IS NULL
 ORDER BY name
 LIMIT 20;
 
+-- name: pool_finished_workloads_delete
+-- A pool's deletion takes its finished (SUCCEEDED, FAILED) workloads along: each becomes
+-- DELETING and, once its Job is gone, a tombstone with its history. Unfinished ones still block.
+UPDATE workloads
+SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
+WHERE pool_id = $1 AND deletion_requested_at IS NULL AND state IN ('SUCCEEDED', 'FAILED')
+RETURNING id, name, generation;
+
 -- name: request_pool_deletion
 UPDATE compute_pools
 SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
@@ -524,9 +532,14 @@ RETURNING *;
 -- app/store/events.py: a resource's trail, newest first by id (index events_by_resource).
 
 -- name: resource_events_page
-SELECT * FROM events
-WHERE kind = $1 AND resource_id = $2 AND id < $3
-ORDER BY id DESC
+-- With the name of the project token that acted (`token:<id>` actors), by its primary key.
+SELECT e.*, t.name AS actor_token_name
+FROM events e
+LEFT JOIN api_tokens t
+  ON t.id = CASE WHEN e.actor ~ '^token:[0-9a-f-]{36}$' THEN substr(e.actor, 7)::uuid END
+ AND t.project_id = e.project_id
+WHERE e.kind = $1 AND e.resource_id = $2 AND e.id < $3
+ORDER BY e.id DESC
 LIMIT $4;
 
 -- ===== section: streams =====

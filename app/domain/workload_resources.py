@@ -150,6 +150,14 @@ class EventResource(msgspec.Struct, kw_only=True):
             description="`admin`, `token:<id>` or `controller:<instance>`", examples=["admin"]
         ),
     ]
+    actor_name: Annotated[
+        str,
+        msgspec.Meta(
+            description="The actor for people: `admin`, `token <name>` (the project token's "
+            "name, kept after it is revoked) or `controller:<instance>`",
+            examples=["token lead"],
+        ),
+    ]
 
 
 def workload_from_row(row: Row, project: str) -> WorkloadResource:
@@ -192,7 +200,13 @@ def event_from_row(row: Row) -> EventResource:
         message=row["message"],
         generation=row["generation"],
         actor=row["actor"],
+        actor_name=actor_name(row["actor"], row["actor_token_name"]),
     )
+
+
+def actor_name(actor: str, token_name: str | None) -> str:
+    """`token <name>` for a project token whose name is known; the actor as recorded else."""
+    return f"token {token_name}" if token_name is not None else actor
 
 
 class WorkloadList(msgspec.Struct, kw_only=True):

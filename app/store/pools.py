@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 KIND: Final[Kind] = "pool"
 DELETING_REASON = "Deletion requested; waiting for the controller to remove the pool's queues."
+FINISHED_WORKLOAD_DELETING_REASON = (
+    "Deletion requested with its compute pool; waiting for the controller to remove the Job."
+)
 _NIL = uuid.UUID(int=0)
 
 
@@ -193,7 +196,7 @@ async def lock_for_workload(conn: Connection, project: ProjectScope, name: str) 
     row = await conn.fetchrow(QUERIES["pool_for_workload"], project.id, name)
     why = None
     if row is None:
-        why = "does not exist in this project"
+        why = f"does not exist in project {project.name}"
     elif row["deletion_requested_at"] is not None:
         why = "is being deleted"
     if row is None or why is not None:
@@ -248,13 +251,39 @@ async def update_quota(
     return await get(conn, project, name)
 
 
+async def _delete_finished_workloads(
+    conn: Connection, project: ProjectScope, pool_id: uuid.UUID, pool: str, actor: str
+) -> None:
+    """Request the deletion of the pool's finished workloads (their history stays as
+    tombstones); rolled back with the rest when an unfinished one keeps the pool in use."""
+    for workload in await conn.fetch(
+        QUERIES["pool_finished_workloads_delete"], pool_id, FINISHED_WORKLOAD_DELETING_REASON
+    ):
+        await record_event(
+            conn,
+            project_id=project.id,
+            kind="workload",
+            resource_id=workload["id"],
+            resource_name=workload["name"],
+            type=EventType.DELETION_REQUESTED,
+            reason=EventReason.DELETED,
+            message=f"Deletion of workload {workload['name']} requested with its compute pool "
+            f"{pool}.",
+            generation=workload["generation"],
+            actor=actor,
+        )
+        await ring_doorbell(conn, "workload", workload["id"])
+
+
 async def request_deletion(
     conn: Connection, project: ProjectScope, name: str, *, if_match: int | None, actor: str
 ) -> PoolResource:
-    """Mark the pool DELETING (DeletionRequested event, doorbell). `InUse` naming the workloads
-    while workloads not being deleted use it; repeating the request changes nothing."""
+    """Mark the pool DELETING (DeletionRequested event, doorbell), and its finished workloads
+    with it. `InUse` naming the workloads while unfinished ones not being deleted use it;
+    repeating the request changes nothing."""
     row = await _locked(conn, QUERIES["lock_pool_for_delete"], project, name, if_match)
     if row["deletion_requested_at"] is None:
+        await _delete_finished_workloads(conn, project, row["id"], name, actor)
         # A new statement after the FOR UPDATE lock: every workload created under the pool's
         # key-share lock has committed by now and is visible here.
         users = [user["ref"] for user in await conn.fetch(QUERIES["pool_users"], row["id"])]

@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 API = "/api/v1"
 #: The server sends a heartbeat every 15 s: a stream silent for this long is dead.
 STREAM_READ_TIMEOUT = 45.0
+#: A stream that cannot be resumed is retried for this long (a rolling restart of the
+#: server, a load balancer finding the next replica) before the watch gives up.
+RECONNECT_FOR = 90.0
+#: The longest pause between two attempts (the backoff doubles from 0.4 s up to it).
+RECONNECT_BACKOFF_MAX = 5.0
+#: Answers that mean "not now" (a replica draining, a proxy without a backend): retried.
+RETRIED_STATUSES = (502, 503, 504)
 
 
 @dataclass
@@ -129,14 +136,16 @@ class Client:
         """Every event of a stream, resuming with Last-Event-ID after a dropped connection
         (nothing missed, nothing repeated); from scratch when the server no longer has the
         changes after it (410). Ends when the server ends the stream cleanly after DELETED
-        (a one-workload watch); any other end is a dropped connection and is resumed."""
+        (a one-workload watch); any other end is a dropped connection and is resumed, with a
+        backoff, for up to `RECONNECT_FOR` seconds of failing attempts."""
         last_id: str | None = None
-        failures = 0
+        outage = Outage(on_reconnect)
         while True:
             headers = {"Accept": "text/event-stream"}
             if last_id is not None:
                 headers["Last-Event-ID"] = last_id
             ended_by_delete = False
+            failure: CliError | None = None
             try:
                 with self.http.stream(
                     "GET",
@@ -147,31 +156,65 @@ class Client:
                 ) as response:
                     if response.status_code == 410 and last_id is not None:
                         last_id = None
-                        if on_reconnect:
-                            on_reconnect("the server's history is gone; starting again")
+                        outage.say("the server's history is gone; starting again")
                         continue
                     if response.status_code >= 400:
                         response.read()
-                        raise problem_of(response)
-                    failures = 0
-                    for sse in EventSource(response).iter_sse():
-                        if sse.id:
-                            last_id = sse.id
-                        if not sse.data:
-                            continue  # a heartbeat
-                        body = json.loads(sse.data)
-                        event = Event(sse.event, body["object"], sse.id or None)
-                        ended_by_delete = event.type == "DELETED"
-                        yield event
+                        if response.status_code not in RETRIED_STATUSES:
+                            raise problem_of(response)
+                        failure = problem_of(response)
+                    else:
+                        outage.over()
+                        for sse in EventSource(response).iter_sse():
+                            if sse.id:
+                                last_id = sse.id
+                            if not sse.data:
+                                continue  # a heartbeat
+                            body = json.loads(sse.data)
+                            event = Event(sse.event, body["object"], sse.id or None)
+                            ended_by_delete = event.type == "DELETED"
+                            yield event
                 if ended_by_delete and "/watch" in path:
                     return
             except httpx.HTTPError as exc:
-                failures += 1
-                if failures > 5:
-                    raise self._unreachable(exc) from exc
-            if on_reconnect:
-                on_reconnect("the connection dropped; resuming")
-            time.sleep(min(5.0, 0.2 * 2**failures))
+                failure = self._unreachable(exc)
+            outage.wait(failure)
+
+
+class Outage:
+    """A stream's time without a server: how long to wait before the next attempt (a doubling
+    backoff), when to give up (`RECONNECT_FOR` of failed attempts; at once if the server never
+    answered), and one note when it starts and one when it is over."""
+
+    def __init__(self, on_reconnect: Callable[[str], None] | None) -> None:
+        self.on_reconnect = on_reconnect
+        self.since: float | None = None  # the first failed attempt of this outage
+        self.failures = 0
+        self.connected = False
+        self.noted = False
+
+    def say(self, message: str) -> None:
+        if self.on_reconnect:
+            self.on_reconnect(message)
+
+    def over(self) -> None:
+        if self.noted:
+            self.say("resumed")
+        self.since, self.failures, self.connected, self.noted = None, 0, True, False
+
+    def wait(self, failure: CliError | None) -> None:
+        """Before the next attempt; `failure` (None: the stream just ended) is raised when it
+        is time to give up."""
+        now = time.monotonic()
+        if failure is not None:
+            self.failures += 1
+            self.since = now if self.since is None else self.since
+            if not self.connected or now - self.since >= RECONNECT_FOR:
+                raise failure
+        if not self.noted:
+            self.say("the connection dropped; resuming")
+            self.noted = True
+        time.sleep(min(RECONNECT_BACKOFF_MAX, 0.2 * 2**self.failures))
 
 
 def _clean(params: dict[str, Any]) -> dict[str, Any]:

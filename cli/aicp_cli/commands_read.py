@@ -12,7 +12,7 @@ from click.shell_completion import CompletionItem
 from aicp_cli import progress
 from aicp_cli.client import Client
 from aicp_cli.errors import ApiError, CliError
-from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, kind_named
+from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, by_name, kind_named
 from aicp_cli.output import (
     FORMATS,
     age,
@@ -28,6 +28,9 @@ from aicp_cli.session import client_for, context_of, project_of
 
 STATES = ("PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED", "FAILED", "DELETING")
 FINISHED = ("SUCCEEDED", "FAILED")
+#: A workload state as an option's value: any casing typed, upper case as the server has it.
+STATE = click.Choice(STATES, case_sensitive=False)
+STATE_LIST = ", ".join(STATES)
 
 
 def complete_workloads(ctx: click.Context, _param: Any, incomplete: str) -> list[CompletionItem]:
@@ -35,7 +38,7 @@ def complete_workloads(ctx: click.Context, _param: Any, incomplete: str) -> list
     try:
         client = Client(context_of(ctx), timeout=2.0)
         try:
-            found = client.items(f"/projects/{project_of(client)}/workloads")
+            found = client.items(by_name("workload").path(project_of(client)))
         finally:
             client.close()
     except Exception:
@@ -47,14 +50,14 @@ def complete_kinds(_ctx: click.Context, _param: Any, incomplete: str) -> list[Co
     return [CompletionItem(name) for name in NAMES if name.startswith(incomplete)]
 
 
-@click.command()
+@click.command(short_help="List resources, or show one.")
 @click.argument("resource", shell_complete=complete_kinds)
 @click.argument("name", required=False, shell_complete=complete_workloads)
 @click.option(
     "-o", "--output", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
 )
 @click.option(
-    "--state", type=click.Choice(STATES, case_sensitive=False), help="Workloads in this state."
+    "--state", type=STATE, metavar="STATE", help=f"Workloads in this state: {STATE_LIST}."
 )
 @click.option("--pool", help="Workloads of this compute pool.")
 @click.option("-w", "--watch", is_flag=True, help="Then print every change as it happens.")
@@ -132,7 +135,7 @@ def _watch(
         sys.stdout.flush()
 
 
-@click.command()
+@click.command(short_help="Show everything about one workload.")
 @click.argument("resource", shell_complete=complete_kinds)
 @click.argument("name", shell_complete=complete_workloads)
 @click.pass_context
@@ -227,7 +230,10 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
         click.echo("  (none)")
     for event in reversed(events):
         when, kind = age(event.get("at")), event.get("type") or ""
-        message, actor = printable(event.get("message")), printable(event.get("actor"))
+        message, actor = (
+            printable(event.get("message")),
+            printable(event.get("actor_name") or event.get("actor")),
+        )
         click.echo(f"  {when:>5}  {printable(kind):<18} {message}  [{actor}]")
 
 
@@ -278,7 +284,7 @@ def _section(title: str, lines: list[tuple[str, Any]]) -> None:
         click.echo(f"{indent}{(label + ':').ljust(width + 1)} {shown}")
 
 
-@click.command()
+@click.command(short_help="Print a workload's logs, or follow them.")
 @click.argument("name", shell_complete=complete_workloads)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing lines as they are written.")
 @click.option(
@@ -303,7 +309,7 @@ def logs(
     """Print a workload's logs (its current generation's pods). With -f, wait until it runs,
     then stream until its containers end."""
     with client_for(ctx) as client:
-        path = f"/projects/{project_of(client)}/workloads/{name}"
+        path = by_name("workload").path(project_of(client), name)
         params = {"tail": tail, "since_seconds": since_seconds, "replica": replica}
         if not follow:
             sys.stdout.write(client.request("GET", path + "/logs", params=params).text)
@@ -335,13 +341,15 @@ def _duration(text: str) -> float:
             total += float(number) * units[char]
             number = ""
         else:
-            raise click.BadParameter(f"{text!r} is not a duration like 90s, 10m or 1h30m")
+            raise click.BadParameter(
+                f"{text!r} is not a duration like 90s, 10m or 1h30m", param_hint="'--timeout'"
+            )
     if number:
         total += float(number)
     return total
 
 
-@click.command()
+@click.command(short_help="Wait until a workload reaches a state.")
 @click.argument("name", shell_complete=complete_workloads)
 @click.option(
     "--for",
@@ -360,7 +368,7 @@ def wait(ctx: click.Context, name: str, condition: str, timeout: str) -> int:
     wanted, deleting = _condition(condition)
     deadline = time.monotonic() + _duration(timeout)
     with client_for(ctx) as client:
-        path = f"/projects/{project_of(client)}/workloads/{name}"
+        path = by_name("workload").path(project_of(client), name)
         try:
             return _wait(client, path, name, wanted, deleting, deadline, timeout)
         except ApiError as exc:
@@ -378,7 +386,7 @@ def _condition(condition: str) -> tuple[set[str], bool]:
     if key.strip().lower() != "state" or not states or not states <= set(STATES):
         raise click.BadParameter(
             f"{condition!r}: use state=STATE (one of {', '.join(STATES)}) or delete",
-            param_hint="--for",
+            param_hint="'--for'",
         )
     return states, False
 
@@ -398,7 +406,9 @@ def _wait(
         with progress.Progress(name) as shown:
             for event in progress.before(events, deadline):
                 status = last = event.object["status"]
-                shown.update(status["state"], status["reason"])
+                final = event.type == "DELETED" or status["state"] in (*wanted, *FINISHED)
+                if not final:  # the result itself is printed once, below
+                    shown.update(status["state"], status["reason"])
                 if event.type == "DELETED":
                     if deleting:
                         click.echo(f"workload/{name} deleted")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from click.shell_completion import get_completion_class
 
 from aicp_cli import config
-from aicp_cli.client import Client
+from aicp_cli.client import API, Client, problem_of
 from aicp_cli.config import Context
 from aicp_cli.errors import CliError
 from aicp_cli.output import table
 
 
-@click.command()
+@click.command(short_help="Check a token and save it as the current context.")
 @click.option("--url", required=True, help="Where aicp answers, e.g. http://127.0.0.1:8080")
 @click.option(
     "--token",
@@ -29,7 +31,7 @@ def login(url: str, token: str, name: str | None, project: str | None) -> None:
     url = url.rstrip("/")
     client = Client(Context("login", url, token, project))
     try:
-        projects = client.get("/projects", limit=2)["items"]
+        projects = _projects_at(client, url)
     finally:
         client.close()
     is_project_token = token.startswith("aicp_")
@@ -41,12 +43,34 @@ def login(url: str, token: str, name: str | None, project: str | None) -> None:
     click.echo(f"Logged in to {url} as {who}; context {context_name!r} saved in {path}.")
 
 
-@click.group("config")
+def _projects_at(client: Client, url: str) -> list[dict[str, Any]]:
+    """The first projects the token sees; an answer that is not aicp's says so."""
+    response = client.request("GET", "/projects", params={"limit": 2}, allow=tuple(range(400, 600)))
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if (
+        response.status_code < 400
+        and isinstance(body, dict)
+        and isinstance(body.get("items"), list)
+    ):
+        return list(body["items"])
+    if isinstance(body, dict) and str(body.get("type", "")).startswith("https://aicp.dev/"):
+        raise problem_of(response)
+    kind = response.headers.get("content-type", "no content type").split(";")[0]
+    raise CliError(
+        f"{url} is not an aicp API: GET {API}/projects answered HTTP {response.status_code} "
+        f"({kind}); pass the URL aicp answers at, e.g. http://127.0.0.1:8080"
+    )
+
+
+@click.group("config", short_help="List, switch and forget saved contexts.")
 def config_group() -> None:
     """Saved contexts (like kubectl config)."""
 
 
-@config_group.command("get-contexts")
+@config_group.command("get-contexts", short_help="List the saved contexts.")
 def get_contexts() -> None:
     """List the saved contexts; * marks the current one."""
     data = config.load()
@@ -91,7 +115,7 @@ def delete_context(name: str) -> None:
     click.echo(f"Deleted context {name!r}.")
 
 
-@click.command()
+@click.command(short_help="Print the shell completion script.")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
 def completion(ctx: click.Context, shell: str) -> None:

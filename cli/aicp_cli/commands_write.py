@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import secrets
+import sys
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from aicp_cli import manifests, progress
-from aicp_cli.commands_read import complete_kinds, complete_workloads
+from aicp_cli.commands_read import STATE, STATE_LIST, complete_kinds, complete_workloads
 from aicp_cli.errors import ApiError, CliError, Unreachable
-from aicp_cli.kinds import kind_named
+from aicp_cli.kinds import Kind, by_name, kind_named
 from aicp_cli.output import printable
 from aicp_cli.session import client_for, project_of
 
+if TYPE_CHECKING:
+    from aicp_cli.client import Client
 
-@click.command()
+
+@click.command(short_help="Create or replace resources from YAML or JSON files.")
 @click.option(
     "-f",
     "--filename",
@@ -76,7 +81,22 @@ class AfterDashes(click.Command):
         return rest
 
 
-@click.command(cls=AfterDashes)
+#: The body's fields `aicp run` fills, by the option that fills them (for its errors).
+RUN_OPTIONS = {
+    "name": "--name",
+    "compute_pool": "--pool",
+    "image": "--image",
+    "accelerators": "--gpus",
+    "cpu": "--cpu",
+    "memory": "--memory",
+    "replicas": "--replicas",
+    "max_runtime_seconds": "--max-runtime",
+    "retries": "--retries",
+    "priority": "--priority",
+}
+
+
+@click.command(cls=AfterDashes, short_help="Submit a workload in one line.")
 @click.option("--pool", required=True, help="The compute pool.")
 @click.option("--image", required=True, help="The container image.")
 @click.option("--name", help="The workload's name (default: run-<random>).")
@@ -143,8 +163,11 @@ def run(
         if value is not None:
             body[key] = value
     with client_for(ctx) as client:
-        path = f"/projects/{project_of(client)}/workloads"
-        created = client.request("POST", path, body=body).json()
+        path = by_name("workload").path(project_of(client))
+        try:
+            created = client.request("POST", path, body=body).json()
+        except ApiError as exc:
+            raise exc.naming(RUN_OPTIONS) from None
         click.echo(f"workload/{printable(created['name'])} created")
         if not wait_for:
             return 0
@@ -180,17 +203,17 @@ def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=f"'{option}'")
         found[key] = value
     return found
 
 
-@click.group()
+@click.group(short_help="Create a token, a pool, a project or a binding.")
 def create() -> None:
     """Create a token, a compute pool, a project or an accelerator binding."""
 
 
-@create.command("token")
+@create.command("token", short_help="Create a project token and print its secret once.")
 @click.argument("name")
 @click.option(
     "--role", type=click.Choice(["viewer", "editor", "admin"]), default="editor", show_default=True
@@ -203,13 +226,13 @@ def create_token(ctx: click.Context, name: str, role: str, expires_in_days: int 
     if expires_in_days is not None:
         body["expires_in_days"] = expires_in_days
     with client_for(ctx) as client:
-        made = client.request("POST", f"/projects/{project_of(client)}/tokens", body=body).json()
+        made = client.request("POST", by_name("token").path(project_of(client)), body=body).json()
     said = f"token/{made['name']} created (id {made['id']}, role {made['role']})"
     click.echo(printable(said), err=True)
     click.echo(made["token"])
 
 
-@create.command("pool")
+@create.command("pool", short_help="Create a compute pool (project admin).")
 @click.argument("name")
 @click.option("--class", "accelerator_class", required=True, help="The accelerator class.")
 @click.option("--gpus", "accelerators", type=int, required=True, help="Accelerators in the quota.")
@@ -233,14 +256,14 @@ def create_pool(
         "quota": {"accelerators": accelerators, "cpu": cpu, "memory": memory},
     }
     with client_for(ctx) as client:
-        path = f"/projects/{project_of(client)}/compute-pools"
-        client.request("POST", path, body=body)
+        project = project_of(client)
+        client.request("POST", by_name("pool").path(project), body=body)
         click.echo(f"pool/{name} created")
         if wait_ready:
-            _until_ready(client, f"{path}/{name}", f"pool/{name}")
+            _until_ready(client, by_name("pool").path(project, name), f"pool/{name}")
 
 
-@create.command("project")
+@create.command("project", short_help="Create a project (platform admin).")
 @click.argument("name")
 @click.option("--display-name")
 @click.option(
@@ -276,10 +299,10 @@ def create_project(
         client.request("POST", "/projects", body=body)
         click.echo(f"project/{name} created")
         if wait_ready:
-            _until_ready(client, f"/projects/{name}", f"project/{name}")
+            _until_ready(client, by_name("project").path(None, name), f"project/{name}")
 
 
-@create.command("binding")
+@create.command("binding", short_help="Bind an accelerator class to GPUs (platform admin).")
 @click.argument("accelerator_class")
 @click.option("--resource-name", required=True, help="e.g. nvidia.com/gpu")
 @click.option("--flavor", required=True, help="The Kueue ResourceFlavor.")
@@ -303,16 +326,13 @@ def create_binding(
     if description:
         body["description"] = description
     with client_for(ctx) as client:
-        answer = client.request("PUT", f"/accelerator-bindings/{accelerator_class}", body=body)
+        answer = client.request("PUT", by_name("binding").path(None, accelerator_class), body=body)
     click.echo(
         f"binding/{accelerator_class} {'created' if answer.status_code == 201 else 'replaced'}"
     )
 
 
-def _until_ready(client: object, path: str, label: str, timeout: float = 120.0) -> None:
-    from aicp_cli.client import Client
-
-    assert isinstance(client, Client)
+def _until_ready(client: Client, path: str, label: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     with progress.Progress(label) as shown:
         while time.monotonic() < deadline:
@@ -325,37 +345,144 @@ def _until_ready(client: object, path: str, label: str, timeout: float = 120.0) 
     raise CliError(f"{label} is not READY after {timeout:.0f}s", exit_code=124)
 
 
-@click.command()
+@click.command(short_help="Delete resources by name, --all or --state.")
 @click.argument("resource", shell_complete=complete_kinds)
-@click.argument("name", shell_complete=complete_workloads)
-@click.option("--wait", "wait_gone", is_flag=True, help="Then wait until it is gone.")
+@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_workloads)
+@click.option("--all", "everything", is_flag=True, help="Every one of this kind (in the project).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    type=STATE,
+    metavar="STATE",
+    help=f"Every workload in this state: {STATE_LIST} (repeat for several).",
+)
+@click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask before deleting what --all or --state select."
+)
+@click.option("--wait", "wait_gone", is_flag=True, help="Then wait until they are gone.")
 @click.pass_context
-def delete(ctx: click.Context, resource: str, name: str, wait_gone: bool) -> int:
-    """Delete a workload, pool, project or binding, or revoke a token (by its id)."""
+def delete(
+    ctx: click.Context,
+    resource: str,
+    names: tuple[str, ...],
+    everything: bool,
+    states: tuple[str, ...],
+    yes: bool,
+    wait_gone: bool,
+) -> int:
+    """Delete workloads, pools, projects or bindings, or revoke tokens (by name or id).
+
+    Several names at once, or --all, or (workloads) --state FAILED; what --all and --state
+    select is listed and confirmed first (--yes skips the question; without a terminal it is
+    required). Workloads, pools and projects are deleted in the background: 'deleting' is
+    printed at once, --wait waits until they are gone.
+    """
     kind = kind_named(resource)
+    if states and kind.name != "workload":
+        raise click.UsageError("--state selects workloads only", ctx)
+    if bool(names) + everything + bool(states) != 1:
+        raise click.UsageError("name what to delete: NAME..., --all or --state STATE", ctx)
     with client_for(ctx) as client:
         project = project_of(client) if kind.scoped else None
-        path = kind.path(project, name)
-        client.request("DELETE", path)
-        verb = "revoked" if kind.name == "token" else "deleted"
-        click.echo(f"{kind.name}/{name} {verb if not wait_gone else 'deleting'}")
-        if not wait_gone or kind.name in ("token", "binding"):
-            return 0
-        if kind.name == "workload":
-            from aicp_cli.commands_read import wait
-
-            return int(ctx.invoke(wait, name=name, condition="delete", timeout="10m"))
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
+        if names:
+            targets = list(names)
+        else:
+            targets = _selected(client, kind, project, states)
+            if not targets:
+                click.echo(f"No {kind.plural} to delete" + _in(project) + ".", err=True)
+                return 0
+            _confirm(kind, project, targets, yes)
+        failed = 0
+        for name in targets:
             try:
-                client.get(path)
+                _delete_one(ctx, client, kind, project, name, wait_gone)
             except ApiError as exc:
-                if exc.status == 404:
-                    click.echo(f"{kind.name}/{name} deleted")
-                    return 0
-                raise
-            time.sleep(0.25)
-    raise CliError(f"{kind.name}/{name} is still there after 10m", exit_code=124)
+                if len(targets) == 1 or exc.status in (401, 403, 503):
+                    raise
+                click.echo(
+                    f"error: {kind.name}/{printable(name)}: {printable(exc.message)}", err=True
+                )
+                failed += 1
+    if failed:
+        raise CliError(f"{failed} of {len(targets)} {kind.plural} were not deleted")
+    return 0
+
+
+def _in(project: str | None) -> str:
+    return f" in project {project}" if project else ""
+
+
+def _selected(
+    client: Client, kind: Kind, project: str | None, states: tuple[str, ...]
+) -> list[str]:
+    """The names --all or --state select (tokens: the ones not revoked yet)."""
+    found: list[str] = []
+    for state in states or (None,):
+        params = {"state": state} if state else {}
+        for item in client.items(kind.path(project), **params):
+            if kind.name == "token" and item.get("revoked_at"):
+                continue
+            if kind.name != "workload" and (item.get("status") or {}).get("state") == "DELETING":
+                continue
+            found.append(str(item["name"] if kind.name == "token" else item[kind.key]))
+    return found
+
+
+def _confirm(kind: Kind, project: str | None, targets: list[str], yes: bool) -> None:
+    what = f"{len(targets)} {kind.name if len(targets) == 1 else kind.plural}{_in(project)}"
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CliError(f"not deleting {what} without confirmation: pass --yes")
+    click.echo(f"These {what} will be deleted: " + ", ".join(map(printable, targets)), err=True)
+    if not click.confirm("Delete them?", default=False, err=True):
+        raise CliError("nothing deleted")
+
+
+def _delete_one(
+    ctx: click.Context, client: Client, kind: Kind, project: str | None, name: str, wait: bool
+) -> None:
+    label = f"{kind.name}/{printable(name)}"
+    if kind.name == "token":
+        client.request("DELETE", kind.path(project, _token_id(client, project, name)))
+        click.echo(f"{label} revoked")
+        return
+    path = kind.path(project, name)
+    client.request("DELETE", path)
+    if kind.name == "binding":
+        click.echo(f"{label} deleted")
+        return
+    click.echo(f"{label} deleting")
+    if not wait:
+        return
+    if kind.name == "workload":
+        from aicp_cli.commands_read import wait as wait_command
+
+        code = int(ctx.invoke(wait_command, name=name, condition="delete", timeout="10m"))
+        if code:
+            raise CliError(f"{label} is still there", exit_code=code)
+        return
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if client.exists(path) is None:
+            click.echo(f"{label} deleted")
+            return
+        time.sleep(0.25)
+    raise CliError(f"{label} is still there after 10m", exit_code=124)
+
+
+def _token_id(client: Client, project: str | None, name: str) -> str:
+    """A token's id from its name or id (a name wins: names are unique in a project)."""
+    tokens = client.items(by_name("token").path(project))
+    for token in tokens:
+        if token["name"] == name:
+            return str(token["id"])
+    if any(str(token["id"]) == name for token in tokens):
+        return name
+    raise CliError(
+        f"token {name} does not exist in project {project} (no token of that name or id)"
+    )
 
 
 COMMANDS = [apply, run, create, delete]

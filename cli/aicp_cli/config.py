@@ -52,11 +52,20 @@ def load() -> dict[str, Any]:
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise CliError(f"{path} is not valid YAML: {exc}") from exc
+        raise CliError(f"{path} is not valid YAML: {yaml_problem(exc)}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("contexts", {}), dict):
         raise CliError(f"{path} is not an aicp configuration (no 'contexts' mapping)")
     data.setdefault("contexts", {})
     return data
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What is wrong with a YAML text, in one line: the problem and where."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    if mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return str(problem)
 
 
 def save(data: dict[str, Any]) -> Path:
@@ -94,6 +103,10 @@ def resolve(name: str | None, project: str | None) -> Context:
         if found is None and name is not None:
             known = ", ".join(sorted(data["contexts"])) or "none"
             raise CliError(f"no context named {name!r} (known: {known})")
+        if found is not None and not isinstance(found, dict):
+            raise CliError(
+                f"{config_path()}: context {chosen!r} is not a mapping (url, token, project)"
+            )
         entry = found or {}
     url = os.environ.get("AICP_URL") or entry.get("url")
     token = os.environ.get("AICP_TOKEN") or entry.get("token")

@@ -31,6 +31,17 @@ class ApiError(CliError):
         self.slug = str(problem.get("type", "")).rsplit("/", 1)[-1]
         super().__init__(_one_line(status, problem))
 
+    def naming(self, options: dict[str, str]) -> ApiError:
+        """The same problem with its invalid fields named as the command line's options
+        (`compute_pool` → `--pool`), for a command whose options fill those fields."""
+        errors = [
+            {**error, "field": options.get(str(error.get("field")), error.get("field"))}
+            if isinstance(error, dict)
+            else error
+            for error in self.problem.get("errors") or []
+        ]
+        return ApiError(self.status, {**self.problem, "errors": errors} if errors else self.problem)
+
 
 def _one_line(status: int, problem: dict[str, Any]) -> str:
     title = str(problem.get("title") or f"HTTP {status}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from aicp_cli.errors import CliError
 from aicp_cli.output import Column, age
@@ -119,8 +120,12 @@ class Kind:
     wide: list[Column]
 
     def path(self, project: str | None, name: str | None = None) -> str:
-        base = f"/projects/{project}/{self.segment}" if self.scoped else f"/{self.segment}"
-        return base if name is None else f"{base}/{name}"
+        """The API path of the list (or of one by `name`), every segment percent-encoded."""
+        if self.scoped:
+            base = f"/projects/{segment(project or '')}/{self.segment}"
+        else:
+            base = f"/{self.segment}"
+        return base if name is None else f"{base}/{segment(name)}"
 
 
 KINDS = [
@@ -176,6 +181,17 @@ KINDS = [
     ),
 ]
 NAMES = sorted({alias for kind in KINDS for alias in kind.aliases})
+
+
+def segment(value: str) -> str:
+    """One path segment, percent-encoded: a name with `/`, `?`, `#` or `%` stays one segment
+    (the server then answers that no such resource exists)."""
+    return quote(value, safe="")
+
+
+def by_name(name: str) -> Kind:
+    """The kind of this singular name (`workload`, `pool`, ...)."""
+    return next(found for found in KINDS if found.name == name)
 
 
 def kind_named(word: str) -> Kind:

@@ -21,14 +21,68 @@ from aicp_cli.output import printable
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+#: The global options that take a value, as they may also be typed after the subcommand.
+GLOBAL_VALUED = ("-p", "--project", "--context")
+#: Commands with options of these names of their own.
+OWN_GLOBALS = ("login",)
 
-@click.group(context_settings=CONTEXT_SETTINGS)
-@click.option("--context", "context_name", metavar="NAME", help="Use this saved context.")
+
+def hoist_globals(args: list[str]) -> list[str]:
+    """`args` with the global options typed after the subcommand moved before it, as kubectl
+    users type them (`aicp apply -f x -p research`). Nothing after `--` is touched (the
+    container command of `aicp run`), nor the options of `login`, which has its own."""
+    index, front = 0, []
+    while index < len(args) and args[index].startswith("-"):
+        step = 2 if args[index] in GLOBAL_VALUED else 1
+        front.extend(args[index : index + step])
+        index += step
+    if index >= len(args) or args[index] in OWN_GLOBALS:
+        return args
+    rest, hoisted = [], []
+    words = args[index:]
+    position = 0
+    while position < len(words):
+        word = words[position]
+        if word == "--":
+            rest.extend(words[position:])
+            break
+        name = word.split("=", 1)[0]
+        if name in GLOBAL_VALUED and "=" in word:
+            hoisted.append(word)
+        elif word in GLOBAL_VALUED and position + 1 < len(words):
+            hoisted.extend(words[position : position + 2])
+            position += 1
+        elif word.startswith("-p") and len(word) > 2 and not word.startswith("--"):
+            hoisted.append(word)
+        else:
+            rest.append(word)
+        position += 1
+    return [*front, *hoisted, *rest]
+
+
+class Root(click.Group):
+    """The `aicp` group: global options are accepted before or after the subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_globals(args))
+
+
+@click.group(
+    cls=Root,
+    context_settings=CONTEXT_SETTINGS,
+    short_help="Submit GPU workloads to aicp and follow them.",
+)
+@click.option(
+    "--context",
+    "context_name",
+    metavar="NAME",
+    help="Use this saved context (before or after the command).",
+)
 @click.option(
     "-p",
     "--project",
     metavar="NAME",
-    help="The project (default: the context's, or AICP_PROJECT).",
+    help="The project (default: the context's, or AICP_PROJECT); before or after the command.",
 )
 @click.version_option(package_name="aicp", prog_name="aicp")
 @click.pass_context

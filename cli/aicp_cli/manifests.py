@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from aicp_cli.config import yaml_problem
 from aicp_cli.errors import CliError
+from aicp_cli.kinds import by_name
 
 if TYPE_CHECKING:
     from aicp_cli.client import Client
@@ -75,7 +77,7 @@ def read_documents(paths: list[str]) -> list[Document]:
         try:
             loaded = [d for d in yaml.safe_load_all(text) if d is not None]
         except yaml.YAMLError as exc:
-            raise CliError(f"{label}: not valid YAML or JSON: {_yaml_problem(exc)}") from exc
+            raise CliError(f"{label}: not valid YAML or JSON: {yaml_problem(exc)}") from exc
         for index, doc in enumerate(loaded, start=1):
             source = label if len(loaded) == 1 else f"{label}#{index}"
             if isinstance(doc, list):
@@ -99,14 +101,6 @@ def _read(path: str) -> str:
         raise CliError(f"{path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise CliError(f"{path}: not UTF-8 text") from exc
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    if mark is not None:
-        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return str(problem)
 
 
 def _document(source: str, doc: dict[str, Any]) -> Document:
@@ -137,18 +131,20 @@ class Plan:
 def plan(client: Client, project: str | None, doc: Document) -> Plan:
     name = doc.name
     if doc.kind == "Workload":
-        path = f"/projects/{_project(project, doc)}/workloads"
-        current = client.exists(f"{path}/{name}")
+        path = by_name("workload").path(_project(project, doc))
+        one = by_name("workload").path(_project(project, doc), name)
+        current = client.exists(one)
         if current is None:
             return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
         wanted = {**WORKLOAD_DEFAULTS, **doc.body}
         stored = current.get("spec") or {}
         if _same(stored, wanted):
-            return Plan(doc, "unchanged", None, f"{path}/{name}", None, "")
-        return Plan(doc, "replaced", "PUT", f"{path}/{name}", doc.body, _diff(stored, wanted, name))
+            return Plan(doc, "unchanged", None, one, None, "")
+        return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, name))
     if doc.kind == "ComputePool":
-        path = f"/projects/{_project(project, doc)}/compute-pools"
-        current = client.exists(f"{path}/{name}")
+        path = by_name("pool").path(_project(project, doc))
+        one = by_name("pool").path(_project(project, doc), name)
+        current = client.exists(one)
         if current is None:
             return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
         if current.get("accelerator_class") != doc.body.get("accelerator_class", None) and (
@@ -156,20 +152,20 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
         ):
             raise CliError(f"{doc.source}: a pool's accelerator_class cannot change")
         if _same(current.get("quota"), doc.body.get("quota")):
-            return Plan(doc, "unchanged", None, f"{path}/{name}", None, "")
+            return Plan(doc, "unchanged", None, one, None, "")
         patch = {"quota": doc.body.get("quota")}
         diff = _diff({"quota": current.get("quota")}, patch, name)
-        return Plan(doc, "configured", "PATCH", f"{path}/{name}", patch, diff)
+        return Plan(doc, "configured", "PATCH", one, patch, diff)
     if doc.kind == "Project":
-        current = client.exists(f"/projects/{name}")
+        current = client.exists(by_name("project").path(None, name))
         if current is None:
             return Plan(doc, "created", "POST", "/projects", doc.body, _diff(None, doc.body, name))
         if "limits" not in doc.body or _same_limits(current.get("limits"), doc.body["limits"]):
-            return Plan(doc, "unchanged", None, f"/projects/{name}", None, "")
+            return Plan(doc, "unchanged", None, by_name("project").path(None, name), None, "")
         patch = {"limits": doc.body["limits"]}
         diff = _diff({"limits": current.get("limits")}, patch, name)
-        return Plan(doc, "configured", "PATCH", f"/projects/{name}", patch, diff)
-    path = f"/accelerator-bindings/{name}"
+        return Plan(doc, "configured", "PATCH", by_name("project").path(None, name), patch, diff)
+    path = by_name("binding").path(None, name)
     current = client.exists(path)
     body = {k: v for k, v in doc.body.items() if k != "accelerator_class"}
     if current is not None:

@@ -123,3 +123,24 @@ async def test_a_workload_deleted_in_any_state_is_gone_with_its_job(
     assert response.status_code == 202, response.text
     await scenario.wait_gone("doomed")
     assert await scenario.jobs(reached["uid"]) == []
+
+
+async def test_a_pool_deleted_takes_its_finished_workloads_along_and_their_jobs(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool(accelerators=16)
+    await scenario.submit("done", env={"KUBESIM_RUN_SECONDS": "0.5"})
+    await scenario.submit("broken", env={"KUBESIM_EXIT_CODE": "2", "KUBESIM_RUN_SECONDS": "0.5"})
+    done = await scenario.wait_state("done", "SUCCEEDED")
+    await scenario.wait_state("broken", "FAILED")
+    pool = f"/api/v1/projects/{scenario.project}/compute-pools/h100-pool"
+
+    response = await scenario.running.client.delete(pool)
+    assert response.status_code == 202, response.text
+
+    async def pool_gone() -> bool:
+        return (await scenario.running.client.get(pool)).status_code == 404
+
+    await wait_until(pool_gone, timeout=60, message="pool finalized with its workloads")
+    assert await scenario.workload("done") is None and await scenario.workload("broken") is None
+    assert await scenario.jobs(done["uid"]) == []

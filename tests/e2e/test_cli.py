@@ -9,6 +9,7 @@ it reaches the service only over HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import unicodedata
@@ -17,9 +18,11 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from kubesim import Cluster
 from tests.e2e.scenario import PROJECT, WORKLOADS, setup_pool, submit
+from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import AICP, Cli, TcpProxy
-from tests.support.service import RunningService, TwoReplicas
+from tests.support.service import RunningService, TwoReplicas, start_service
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(90)
@@ -267,3 +270,110 @@ async def test_hostile_text_is_stored_as_given_and_printed_escaped_at_80_columns
     assert row.split()[:2] == ["hostile", "RUNNING"]
     assert len(row) == 80 and row.endswith("…")
     assert wide.out.splitlines()[1].endswith(stored["status"]["reason"])
+
+
+async def test_a_watch_survives_a_restart_of_the_server_and_misses_nothing(
+    database_url: str,
+    kube_cluster_with_controllers: Cluster,
+    tmp_path: Path,
+    no_ambient_kubernetes: None,
+) -> None:
+    cluster = kube_cluster_with_controllers
+    async with TcpProxy(0) as proxy, contextlib.AsyncExitStack() as watching:
+        cli = Cli(proxy.url, ADMIN_TOKEN, tmp_path, project=PROJECT)
+        async with start_service(database_url, cluster, tmp_path, instance_id="before") as first:
+            proxy.target_port = first.service.port
+            await setup_pool(first)
+            watch = await watching.enter_async_context(
+                cli.start("get", "workloads", "-w", "-o", "json")
+            )
+            await wait_until(lambda: open_streams(first) >= 1, message="a stream")
+            await submit(first, "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "2"})
+            events = [await watch.event(), await watch.event()]  # ADDED, QUEUED
+        # The server is down: the watch keeps trying, well past the six attempts (about 11 s)
+        # after which it used to give up.
+        down_from = proxy.attempts
+        await wait_until(lambda: proxy.attempts >= down_from + 8, timeout=60, message="retries")
+        assert watch.process.returncode is None
+        async with start_service(database_url, cluster, tmp_path, instance_id="after") as second:
+            proxy.target_port = second.service.port
+            while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
+                events.append(await watch.event(timeout=30))
+            watch.process.terminate()
+            _, err = await watch.exit_code()
+    states = [e["object"]["status"]["state"] for e in events]
+    assert states == await changes_of(database_url, "train-7b")  # no gap, nothing repeated
+    assert err.splitlines() == ["note: the connection dropped; resuming", "note: resumed"]
+
+
+async def test_people_clean_up_by_several_names_selectors_and_token_names(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    for name in ("a", "b", "c"):
+        await submit(running_service, name, accelerators=1, env={"KUBESIM_RUN_SECONDS": "600"})
+    await submit(running_service, "broken", accelerators=1, env={"KUBESIM_EXIT_CODE": "1"})
+    await running_service.wait_state(PROJECT, "broken", "FAILED")
+
+    several = await cli.run("delete", "workloads", "a", "b")
+    unconfirmed = await cli.run("delete", "workloads", "--state", "failed")
+    assert (several.code, several.out) == (0, "workload/a deleting\nworkload/b deleting\n")
+    assert (unconfirmed.code, unconfirmed.error_lines) == (
+        1,
+        ["error: not deleting 1 workload in project research without confirmation: pass --yes"],
+    )
+    assert (await running_service.workload(PROJECT, "broken") or {})["status"]["state"] == "FAILED"
+    failed = await cli.run("delete", "workloads", "--state", "FAILED", "--yes")
+    assert (failed.code, failed.out) == (0, "workload/broken deleting\n")
+    everything = await cli.run("delete", "workloads", "--all", "--yes", "--wait")
+    assert everything.code == 0, everything.err
+    assert "workload/c deleting" in everything.out and "workload/c deleted" in everything.out
+    listed = await Cli(running_service.url, cli.token, tmp_path).run(
+        "get", "workloads", "-o", "json", "-p", PROJECT
+    )  # the project given after the subcommand, as kubectl users type it
+    assert (listed.code, json.loads(listed.out)) == (0, {"items": []})
+
+    made = await cli.run("create", "token", "ci", "--role", "viewer")
+    revoked = await cli.run("delete", "token", "ci")
+    missing = await cli.run("delete", "token", "nope")
+    assert made.code == 0 and (revoked.code, revoked.out) == (0, "token/ci revoked\n")
+    assert missing.error_lines == [
+        "error: token nope does not exist in project research (no token of that name or id)"
+    ]
+    gone = await cli.run("delete", "pool", "h100-pool")
+    assert (gone.code, gone.out) == (0, "pool/h100-pool deleting\n")
+
+
+async def test_errors_name_what_is_missing_and_where(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    nope = await cli.run("run", "--pool", "nope", "--image", "i", "--", "train")
+    odd = await cli.run("get", "workloads", "a?b#c%2F")
+    kube = running_service.cluster.url
+    not_aicp = await cli.run("login", "--url", kube, "--token", "x", AICP_URL="", AICP_TOKEN="")
+    assert nope.error_lines == [
+        "error: Request body is invalid: 1 field is invalid (--pool: compute pool 'nope' does "
+        "not exist in project research)"
+    ]
+    assert odd.error_lines == ["error: Not found: Workload 'a?b#c%2F' not found."]
+    assert not_aicp.code == 1 and len(not_aicp.error_lines) == 1
+    assert not_aicp.error_lines[0].startswith(f"error: {kube} is not an aicp API: ")
+
+
+async def test_wait_prints_its_result_once_and_events_name_the_token(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    admin = admin_cli(running_service, tmp_path)
+    token = (await admin.run("create", "token", "lead", "--role", "editor")).out.strip()
+    lead = Cli(running_service.url, token, tmp_path, project=PROJECT)
+    run = await lead.run("run", "--pool", "h100-pool", "--image", "i", "--name", "w", "--", "x")
+    assert run.code == 0, run.err
+    waited = await lead.run("wait", "w", "--timeout", "30s")
+    assert waited.code == 0
+    assert waited.out.count("SUCCEEDED") == 1 and "SUCCEEDED" not in waited.err
+    described = await lead.run("describe", "workload", "w")
+    assert "Accepted" in described.out and "[token lead]" in described.out

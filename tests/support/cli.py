@@ -4,7 +4,7 @@
   stdout, stderr); ``cli.start("get", "workloads", "-w", "-o", "json")`` → a `Running` process
   whose output lines are read with deadlines.
 - ``TcpProxy``: a loopback proxy in front of a service whose connections a test can cut, to
-  drop a stream the way a network does.
+  drop a stream the way a network does, and that stays at one address across a restart.
 """
 
 from __future__ import annotations
@@ -129,7 +129,9 @@ class Running:
 
 
 class TcpProxy:
-    """127.0.0.1:<port> → `target_port`; `cut()` closes every connection it carries."""
+    """127.0.0.1:<port> → `target_port`; `cut()` closes every connection it carries. While
+    nothing listens at `target_port` (a restart), each connection is accepted and closed;
+    `target_port` may change (the restarted service's)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -137,6 +139,7 @@ class TcpProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.attempts = 0  # connections the proxy accepted (a client's attempts)
 
     async def __aenter__(self) -> TcpProxy:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
@@ -164,7 +167,12 @@ class TcpProxy:
         self._writers.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.attempts += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:  # the service is down: the client sees its connection closed
+            writer.transport.abort()
+            return
         self._writers.update((writer, up_writer))
         pumps = [
             asyncio.create_task(_pump(reader, up_writer)),

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from aicp_cli import config
+from aicp_cli.commands_read import STATE
 from aicp_cli.errors import ApiError, CliError
-from aicp_cli.main import cli
+from aicp_cli.main import cli, hoist_globals
 from aicp_cli.manifests import read_documents
 from click.testing import CliRunner
 
@@ -142,3 +145,87 @@ def test_shell_completion_scripts_exist_and_complete_commands_and_kinds() -> Non
     env = {"_AICP_COMPLETE": "bash_complete", "COMP_WORDS": "aicp get work", "COMP_CWORD": "2"}
     kinds = runner.invoke(cli, [], env=env, prog_name="aicp")
     assert kinds.output.split() == ["plain,workload", "plain,workloads"]
+
+
+@pytest.mark.parametrize(
+    ("typed", "parsed"),
+    [
+        (["apply", "-f", "x", "-p", "research"], ["-p", "research", "apply", "-f", "x"]),
+        (
+            ["get", "wl", "--project=r", "--context", "c"],
+            ["--project=r", "--context", "c", "get", "wl"],
+        ),
+        (["-p", "a", "get", "wl", "-pb"], ["-p", "a", "-pb", "get", "wl"]),
+        (
+            ["run", "--pool", "p", "--", "train", "-p", "x"],
+            ["run", "--pool", "p", "--", "train", "-p", "x"],
+        ),
+        (["login", "--url", "u", "--project", "r"], ["login", "--url", "u", "--project", "r"]),
+    ],
+)
+def test_global_options_are_taken_after_the_subcommand_too(
+    typed: list[str], parsed: list[str]
+) -> None:
+    assert hoist_globals(typed) == parsed
+
+
+def walk(command: click.Command, path: list[str]) -> Iterator[tuple[list[str], click.Command]]:
+    yield path, command
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from walk(sub, [*path, name])
+
+
+def test_every_commands_help_summary_is_a_whole_sentence() -> None:
+    runner = CliRunner()
+    for path, command in walk(cli, []):
+        summary = command.get_short_help_str(limit=45)
+        assert summary[0].isupper() and summary.endswith(".") and not summary.endswith(".."), path
+        shown = runner.invoke(cli, [*path, "--help"], env={"COLUMNS": "80"})
+        listed = shown.output.split("Commands:")[-1] if "Commands:" in shown.output else ""
+        assert shown.exit_code == 0 and "..." not in listed, (path, shown.output)
+
+
+def test_states_are_upper_case_in_help_and_taken_in_any_case() -> None:
+    runner = CliRunner()
+    for path in (["get"], ["delete"]):
+        shown = " ".join(runner.invoke(cli, [*path, "--help"]).output.split())
+        assert "PENDING, QUEUED, ADMITTED, RUNNING, SUCCEEDED, FAILED" in shown
+        assert "pending" not in shown
+    assert STATE.convert("failed", None, None) == "FAILED"
+
+
+def test_value_errors_name_the_option() -> None:
+    runner = CliRunner()
+    config.store_context(config.Context("a", "http://127.0.0.1:9", "t1", "research"))
+    timeout = runner.invoke(cli, ["wait", "x", "--timeout", "5q"])
+    env = runner.invoke(cli, ["run", "--pool", "p", "--image", "i", "--env", "bad", "--", "x"])
+    assert "Invalid value for '--timeout': '5q' is not a duration" in timeout.output
+    assert "Invalid value for '--env': 'bad' is not KEY=VALUE" in env.output
+    fields = ApiError(
+        422,
+        {"title": "Request body is invalid", "errors": [{"field": "compute_pool", "message": "m"}]},
+    ).naming({"compute_pool": "--pool"})
+    assert fields.message == "Request body is invalid (--pool: m)"
+
+
+def test_deleting_by_selector_without_a_terminal_needs_yes() -> None:
+    runner = CliRunner()
+    config.store_context(config.Context("a", "http://127.0.0.1:9", "t1", "research"))
+    both = runner.invoke(cli, ["delete", "workloads", "a", "--all"])
+    pools = runner.invoke(cli, ["delete", "pools", "--state", "FAILED"])
+    assert both.exit_code == 2 and "name what to delete: NAME..., --all or --state" in both.output
+    assert pools.exit_code == 2 and "--state selects workloads only" in pools.output
+
+
+def test_a_broken_config_file_is_one_line(private_config: Path) -> None:
+    private_config.parent.mkdir(parents=True)
+    private_config.write_text("contexts:\n  a: {url: x\n  b: [\n")
+    with pytest.raises(CliError) as bad:
+        config.resolve(None, None)
+    assert "\n" not in bad.value.message
+    assert bad.value.message.startswith(f"{private_config} is not valid YAML: ")
+    assert "at line" in bad.value.message
+    private_config.write_text("current-context: a\ncontexts:\n  a: 5\n")
+    with pytest.raises(CliError, match="context 'a' is not a mapping"):
+        config.resolve(None, None)

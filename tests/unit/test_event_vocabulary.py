@@ -53,8 +53,10 @@ def test_an_event_row_reads_back_as_the_enum_it_was_written_with() -> None:
         "message": "Preempted by a higher-priority workload.",
         "generation": 1,
         "actor": "controller:a",
+        "actor_token_name": None,
     }
     event = event_from_row(row)
 
     assert event.type is EventType.PREEMPTED
+    assert event.actor_name == "controller:a"
     assert msgspec.json.decode(msgspec.json.encode(event))["type"] == "Preempted"

@@ -39,6 +39,24 @@ async def test_each_write_is_recorded_with_the_token_that_made_it(api: Api) -> N
     assert all(e["message"].endswith(".") and e["at"].endswith("Z") for e in events)
 
 
+async def test_a_tokens_events_show_its_name_even_after_it_is_revoked(api: Api) -> None:
+    await project_with_pool(api)
+    token = await api.create_token(PROJECT, role="editor", name="alice")
+    async with api.as_token(token) as alice:
+        assert (await alice.post(WORKLOADS, json=workload())).status_code == 202
+    tokens = (await api.client.get(f"/api/v1/projects/{PROJECT}/tokens")).json()["items"]
+    alice_id = next(t["id"] for t in tokens if t["name"] == "alice")
+    assert (
+        await api.client.delete(f"/api/v1/projects/{PROJECT}/tokens/{alice_id}")
+    ).status_code == 204
+    assert (await api.client.delete(f"{WORKLOADS}/train-7b")).status_code == 202
+    events = (await api.client.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
+    assert [(e["type"], e["actor"], e["actor_name"]) for e in events] == [
+        ("DeletionRequested", "admin", "admin"),
+        ("Accepted", f"token:{alice_id}", "token alice"),
+    ]
+
+
 async def test_what_the_controller_records_appears_in_the_trail(
     api: Api, database_url: str
 ) -> None:

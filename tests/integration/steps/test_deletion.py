@@ -179,6 +179,36 @@ async def test_a_pool_and_its_project_are_deleted_down_to_the_namespace(stack: S
     assert await stack.read(NAMESPACES, None, NAMESPACE) is None
 
 
+async def test_a_pools_finished_workloads_go_with_it_as_tombstones_its_running_ones_block(
+    stack: Stack,
+) -> None:
+    await stack.setup_pool()
+    await _reach(stack, "done", "SUCCEEDED")
+    await _reach(stack, "broken", "FAILED")
+    await _reach(stack, "busy", "RUNNING")
+    refused = await stack.http.delete(f"{POOLS}/{POOL}")
+    assert refused.status_code == 409
+    assert refused.json()["referenced_by"] == ["workload/busy"]
+    # All or nothing: the refused request deleted none of the finished ones.
+    assert (await stack.http.get(f"{WORKLOADS}/done")).json()["status"]["state"] == "SUCCEEDED"
+
+    await _delete(stack, "busy")
+    done = (await stack.http.get(f"{WORKLOADS}/done")).json()
+    response = await stack.http.delete(f"{POOLS}/{POOL}")
+    assert response.status_code == 202, response.text
+
+    async def pool_gone() -> bool:
+        return (await stack.http.get(f"{POOLS}/{POOL}")).status_code == 404
+
+    await wait_until(pool_gone, timeout=20, message="pool finalized with its workloads")
+    for name in ("done", "broken", "busy"):
+        assert (await stack.http.get(f"{WORKLOADS}/{name}")).status_code == 404
+    left = await _leftovers(stack, "workload", done["uid"])
+    assert left["row"] == 0 and left["tombstone"]["name"] == "done"
+    trail = left["events"]
+    assert trail.index("Succeeded") < trail.index("DeletionRequested") < trail.index("Finalized")
+
+
 async def test_a_flavor_shared_by_two_pools_outlives_the_first_deletion(stack: Stack) -> None:
     await stack.setup_pool()
     await stack.api.create_project("vision")
