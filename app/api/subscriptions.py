@@ -175,8 +175,9 @@ class Subscription:
             self.close("deleted")
 
     def _push(self, frame: bytes) -> None:
-        # Only live frames count against the buffer: what a resume replays (bounded by
-        # MAX_REPLAY in app.api.watches) is queued before the stream starts.
+        # Only live frames count against the buffer: what a resume replays (at most
+        # MAX_REPLAY changes, app.api.watches) is read and sent a PAGE_BYTES page at a time,
+        # each page sent before the next is read.
         if self._live and self._queued + len(frame) > self.feed.config.buffer_bytes:
             STREAM_DROPS.labels("slow").inc()
             log.info("dropping a slow stream of project %s (%s)", self.project, self.token)
