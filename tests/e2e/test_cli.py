@@ -14,6 +14,7 @@ import json
 import time
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -60,6 +61,24 @@ def distinct(states: list[str]) -> list[str]:
     return [s for i, s in enumerate(states) if i == 0 or states[i - 1] != s]
 
 
+async def listed(watch: Any, running: RunningService) -> None:
+    """Return once the watch's first read is behind it: the stream is registered before it
+    lists what exists, and a workload submitted in between is first shown as it is then (QUEUED,
+    say), not from PENDING. A marker workload's first event can only come after that read."""
+    await wait_until(lambda: open_streams(running) >= 1, message="a stream")
+    await submit(running, "marker", accelerators=1, cpu="1", memory="1Gi")
+    while (await watch.event())["object"]["name"] != "marker":
+        pass
+
+
+async def event_of(watch: Any, name: str) -> dict[str, Any]:
+    """The watch's next event for workload `name` (the marker's are skipped)."""
+    while True:
+        event: dict[str, Any] = await watch.event()
+        if event["object"]["name"] == name:
+            return event
+
+
 async def test_the_console_script_is_installed_and_never_imports_the_service() -> None:
     assert AICP.exists(), "make venv installs .venv/bin/aicp"
     process = await asyncio.create_subprocess_exec(
@@ -79,11 +98,11 @@ async def test_get_w_sees_queued_admitted_running_succeeded_in_order_with_no_gap
     await setup_pool(running_service)
     cli = admin_cli(running_service, tmp_path)
     async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
-        await wait_until(lambda: open_streams(running_service) >= 1, message="a stream")
+        await listed(watch, running_service)
         await submit(running_service, "train-7b", env=STEPS)
         events = []
         while not events or events[-1]["object"]["status"]["state"] != "SUCCEEDED":
-            events.append(await watch.event())
+            events.append(await event_of(watch, "train-7b"))
     states = [e["object"]["status"]["state"] for e in events]
     assert distinct(states) == ORDER
     assert events[0]["type"] == "ADDED" and {e["type"] for e in events[1:]} == {"MODIFIED"}
@@ -98,12 +117,12 @@ async def test_a_dropped_connection_is_resumed_with_last_event_id_and_misses_not
     async with TcpProxy(running_service.service.port) as proxy:
         cli = admin_cli(running_service, tmp_path, url=proxy.url)
         async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
-            await wait_until(lambda: open_streams(running_service) >= 1, message="a stream")
+            await listed(watch, running_service)
             await submit(running_service, "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "1"})
-            events = [await watch.event(), await watch.event()]  # ADDED, QUEUED
+            events = [await event_of(watch, "train-7b"), await event_of(watch, "train-7b")]
             proxy.cut()  # the network drops the stream; the workload goes on meanwhile
             while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
-                events.append(await watch.event())
+                events.append(await event_of(watch, "train-7b"))
     states = [e["object"]["status"]["state"] for e in events]
     assert distinct(states) == ORDER
     assert states == await changes_of(running_service.database_url, "train-7b")
@@ -118,12 +137,12 @@ async def test_a_watcher_on_one_replica_sees_what_the_other_reconciles(
     await setup_pool(acceptor)
     cli = admin_cli(watcher_side, tmp_path)
     async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
-        await wait_until(lambda: open_streams(watcher_side) >= 1, message="a stream")
+        await listed(watch, watcher_side)
         # Accepted by the first replica, which leases it and so reconciles it.
         await submit(acceptor, "train-7b", env=STEPS)
-        events = [await watch.event()]
+        events = [await event_of(watch, "train-7b")]
         while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
-            events.append(await watch.event())
+            events.append(await event_of(watch, "train-7b"))
     states = [e["object"]["status"]["state"] for e in events]
     assert distinct(states) == ORDER
     assert states == await changes_of(acceptor.database_url, "train-7b")
