@@ -18,6 +18,10 @@ Prints the quiet project's GET latency (p50/p99 over every poll) and submit → 
 the noisy project got: submissions accepted and refused, follows opened and refused.
 The targets (docs/RELIABILITY.md "Tenants and clients"): GET p99 ≤ 100 ms, submit → RUNNING
 p99 ≤ 5 s.
+
+`--profile FILE` samples aicp with `py-spy record` (250 Hz, raw collapsed stacks, on PATH or
+in the virtual environment) for the flood's duration and writes them to FILE
+(`loadtest/profile_summary.py FILE` sorts them).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import argparse
 import asyncio
 import contextlib
 import secrets
+import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -232,6 +238,7 @@ async def run(args: argparse.Namespace) -> Figures:
                 follow_logs(base, tokens[f"{NOISY}-viewer"], args.follows, fig, stop)
             )
             await asyncio.sleep(1.0)  # the follows are open before the flood begins
+            spy = _profile(stack.aicp_pid, args.flood_seconds, args.profile)
             cpu, wall = stack.cpu_seconds(stack.aicp_pid), time.monotonic()
             quiet: list[asyncio.Task[None]] = []
 
@@ -262,11 +269,26 @@ async def run(args: argparse.Namespace) -> Figures:
             await asyncio.gather(*quiet)
             fig.aicp_cpu = stack.cpu_seconds(stack.aicp_pid) - cpu
             fig.wall = time.monotonic() - wall
+            if spy is not None:
+                spy.wait(timeout=args.flood_seconds + 30)
             stop.set()
             await follows
             if args.bad_tokens:
                 await bad_tokens(session, base, args.bad_tokens, fig)
     return fig
+
+
+def _profile(pid: int, seconds: float, out: Path | None) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling `pid` for `seconds` into `out` (None: no profile)."""
+    if out is None:
+        return None
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    argv = [spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "250"]
+    return subprocess.Popen(
+        [*argv, "-f", "raw", "--nonblocking", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def bad_tokens(session: aiohttp.ClientSession, base: str, count: int, fig: Figures) -> None:
@@ -350,6 +372,9 @@ def main() -> None:
     parser.add_argument("--quiet-timeout", type=float, default=20.0)
     parser.add_argument(
         "--bad-tokens", type=int, default=0, help="then this many distinct bad tokens"
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="write a py-spy profile of aicp during the flood here"
     )
     parser.add_argument(
         "--aicp-env", action="append", default=[], metavar="NAME=VALUE", help="aicp setting"
