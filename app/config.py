@@ -7,6 +7,9 @@ long the doorbell's LISTEN connection or an informer may stay down before the pr
 how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
+`AICP_DB_RECONCILE_POOL_SIZE` (8) is the size of the reconcile workers' own connection pool,
+apart from the `AICP_DB_POOL_SIZE` connections the API and the streams use, so a request never
+queues behind reconcile steps for a connection.
 `AICP_NAMESPACE` (`aicp-system`) is the namespace aicp runs in: the project whose namespace
 would be that one is a reserved name (`app.domain.naming.reserved_project_problem`).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
@@ -143,6 +146,9 @@ class Settings:
     db_pool_size: int
     log_format: LogFormat
     dev_mode: bool = False
+    # The reconcile workers' own connections, apart from the API's `db_pool_size`
+    # (app.store.db.Database; docs/RELIABILITY.md "Tenants and clients").
+    db_reconcile_pool_size: int = 8
     kube_write_qps: float = 50.0
     kube_write_burst: int = 100
     recovery_timeout_seconds: float = 60.0
@@ -211,6 +217,12 @@ class Settings:
             ),
             db_pool_size=read(
                 "AICP_DB_POOL_SIZE", 10, _int_between(1, 1000), "an integer between 1 and 1000"
+            ),
+            db_reconcile_pool_size=read(
+                "AICP_DB_RECONCILE_POOL_SIZE",
+                cls.db_reconcile_pool_size,
+                _int_between(1, 1000),
+                "an integer between 1 and 1000",
             ),
             log_format=read(
                 "AICP_LOG_FORMAT",

@@ -2,9 +2,10 @@
 
 ``Service`` owns the lifecycle of one aicp process (docs/DESIGN.md §2):
 
-    start: DB pool → migrations (advisory lock) → background components → HTTP server bound
+    start: DB pools (the API's, the reconcile workers') → migrations (advisory lock) →
+           background components → HTTP server bound
     stop:  /readyz 503 → HTTP server stops accepting and drains → background components stop
-           (in reverse order) → DB pool closed
+           (in reverse order) → DB pools closed
 
 ``run_service(settings)`` runs one until SIGTERM/SIGINT, or until the process supervisor
 (``app.supervision``) reports that a long-lived part died or did not recover in time: then it
@@ -90,6 +91,9 @@ class Service:
     settings: Settings
     kube_settings: KubeSettings | None = None
     db: Database | None = None
+    #: The reconcile workers' own connections (`AICP_DB_RECONCILE_POOL_SIZE`), apart from the
+    #: API's (`db`): a request never waits behind reconcile steps for a connection.
+    reconcile_db: Database | None = None
     app: Litestar | None = None
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
@@ -128,6 +132,11 @@ class Service:
             settings.database_url, size=settings.db_pool_size, retry_for=STARTUP_DB_WAIT_SECONDS
         )
         try:
+            self.reconcile_db = await Database.connect(
+                settings.database_url,
+                size=settings.db_reconcile_pool_size,
+                retry_for=STARTUP_DB_WAIT_SECONDS,
+            )
             applied = await migrate(self.db)
             if applied:
                 log.info("database migrated to version %d", applied[-1])
@@ -271,9 +280,9 @@ class Service:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
         set, else alone (steps register on `self.reconciler` before it starts)."""
         settings = self.settings
-        assert self.db is not None and settings.database_url is not None
+        assert self.reconcile_db is not None and settings.database_url is not None
         engine = self.reconciler = Reconciler(
-            self.db,
+            self.reconcile_db,
             EngineConfig(
                 instance_id=settings.instance_id,
                 dsn=settings.database_url,
@@ -286,7 +295,7 @@ class Service:
         if self.kube_settings is not None:
             kubernetes = self.kubernetes = ReconcilingComponent(
                 engine,
-                self.db,
+                self.reconcile_db,
                 self.kube_settings,
                 instance_id=settings.instance_id,
                 grace=SHUTDOWN_GRACE_SECONDS,
@@ -384,6 +393,9 @@ class Service:
             self._socket.close()
             self._socket = None
         await self._stop_background()
+        if self.reconcile_db is not None:
+            await self.reconcile_db.close()
+            self.reconcile_db = None
         if self.db is not None:
             await self.db.close()
             self.db = None

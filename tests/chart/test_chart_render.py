@@ -137,6 +137,7 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_SWEEP_INTERVAL_SECONDS": "1",
         "AICP_WORKERS": "16",
         "AICP_DB_POOL_SIZE": "10",
+        "AICP_DB_RECONCILE_POOL_SIZE": "8",
         "AICP_KUBE_WRITE_QPS": "50",
         "AICP_KUBE_WRITE_BURST": "100",
         "AICP_TOKENS_PER_PROJECT": "1000",

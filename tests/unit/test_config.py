@@ -16,6 +16,7 @@ def test_defaults_follow_the_design() -> None:
     assert settings.sweep_interval_seconds == 1
     assert settings.workers == 16
     assert settings.db_pool_size == 10
+    assert settings.db_reconcile_pool_size == 8
     assert settings.log_format == "json"
     assert settings.instance_id
 
@@ -32,6 +33,7 @@ def test_every_variable_is_read() -> None:
             "AICP_SWEEP_INTERVAL_SECONDS": "0.5",
             "AICP_WORKERS": "4",
             "AICP_DB_POOL_SIZE": "3",
+            "AICP_DB_RECONCILE_POOL_SIZE": "5",
             "AICP_LOG_FORMAT": "console",
             "AICP_RECOVERY_TIMEOUT_SECONDS": "90",
             "AICP_TOKENS_PER_PROJECT": "7",
@@ -39,6 +41,7 @@ def test_every_variable_is_read() -> None:
     )
     assert (settings.kubeconfig, settings.instance_id, settings.http_host) == ("/k", "a-1", "::1")
     assert (settings.http_port, settings.workers, settings.db_pool_size) == (9000, 4, 3)
+    assert settings.db_reconcile_pool_size == 5
     assert (settings.lease_ttl_seconds, settings.sweep_interval_seconds) == (2.5, 0.5)
     assert settings.log_format == "console"
     assert settings.recovery_timeout_seconds == 90.0
@@ -54,6 +57,7 @@ def test_every_variable_is_read() -> None:
         ("AICP_SWEEP_INTERVAL_SECONDS", "nan"),
         ("AICP_WORKERS", "0"),
         ("AICP_DB_POOL_SIZE", "lots"),
+        ("AICP_DB_RECONCILE_POOL_SIZE", "0"),
         ("AICP_LOG_FORMAT", "yaml"),
         ("AICP_RECOVERY_TIMEOUT_SECONDS", "0"),
         ("AICP_TOKENS_PER_PROJECT", "0"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import asyncpg
@@ -49,3 +50,27 @@ async def test_steps_and_leases_show_up_in_the_metrics(service: Service, api: Ap
     held = REGISTRY.get_sample_value("aicp_leases_held", {"kind": "project"})
     assert held is not None and held >= 1
     assert REGISTRY.get_sample_value("aicp_reconcile_lag_seconds", {"kind": "workload"}) is not None
+
+
+async def test_requests_are_answered_while_every_reconcile_connection_is_busy(
+    service: Service, api: Api, app_client: httpx.AsyncClient
+) -> None:
+    """The reconcile workers have a pool of their own: with every one of its connections
+    taken (as in a burst of steps), the API still reads and writes without waiting."""
+    project = await api.create_project("busy")
+    assert service.reconcile_db is not None and service.db is not None
+    assert service.reconcile_db.pool is not service.db.pool
+    pool = service.reconcile_db.pool
+    held = [await pool.acquire(timeout=5) for _ in range(pool.get_max_size())]
+    try:
+        started = time.monotonic()
+        found = await app_client.get(f"/api/v1/projects/{project['name']}")
+        created = await api.create_project("beside-busy")
+        elapsed = time.monotonic() - started
+    finally:
+        for conn in held:
+            await pool.release(conn)
+    assert found.status_code == 200, found.text
+    assert created["name"] == "beside-busy"
+    # Well below the 5 s a request would wait for a pooled connection before answering 503.
+    assert elapsed < 2.0, elapsed
