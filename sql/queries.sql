@@ -677,7 +677,10 @@ FROM compute_pools c
 JOIN projects p ON p.id = c.project_id;
 
 -- name: steps_project_set_status
--- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
+-- the events of the change: $8 project id, $9 name, $10 actor, and one array element
+-- per event in $11 types, $12 reasons, $13 messages, $14 once_keys. One statement (its
+-- own transaction when run alone): the lease lock holds until the events are in.
 WITH
 -- the caller's lease, if it is still live now (not just when the transaction began), locked
 -- until the transaction ends: a peer's takeover waits, so the check still holds at commit
@@ -695,11 +698,25 @@ updated AS (
     WHERE p.id = $3 AND p.generation = $4 AND p.deletion_requested_at IS NULL
       AND EXISTS (SELECT 1 FROM lease)
     RETURNING p.id
+),
+-- its events, only with the write; a repeated once_key is skipped (see insert_event)
+recorded AS (
+    INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                        generation, actor, once_key)
+    SELECT $8, 'project', $3, $9, e.type, e.reason, e.message, $4, $10, e.once_key
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[])
+         WITH ORDINALITY AS e(type, reason, message, once_key, n)
+    WHERE EXISTS (SELECT 1 FROM updated)
+    ORDER BY e.n
+    ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING
 )
 SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
 
 -- name: steps_pool_set_status
--- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
+-- the events of the change: $8 project id, $9 name, $10 actor, and one array element
+-- per event in $11 types, $12 reasons, $13 messages, $14 once_keys. One statement (its
+-- own transaction when run alone): the lease lock holds until the events are in.
 WITH
 -- the caller's lease, if it is still live now (not just when the transaction began), locked
 -- until the transaction ends: a peer's takeover waits, so the check still holds at commit
@@ -717,11 +734,25 @@ updated AS (
     WHERE c.id = $3 AND c.generation = $4 AND c.deletion_requested_at IS NULL
       AND EXISTS (SELECT 1 FROM lease)
     RETURNING c.id
+),
+-- its events, only with the write; a repeated once_key is skipped (see insert_event)
+recorded AS (
+    INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                        generation, actor, once_key)
+    SELECT $8, 'pool', $3, $9, e.type, e.reason, e.message, $4, $10, e.once_key
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[])
+         WITH ORDINALITY AS e(type, reason, message, once_key, n)
+    WHERE EXISTS (SELECT 1 FROM updated)
+    ORDER BY e.n
+    ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING
 )
 SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
 
 -- name: steps_workload_set_status
--- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
+-- the events of the change: $8 project id, $9 name, $10 actor, and one array element
+-- per event in $11 types, $12 reasons, $13 messages, $14 once_keys. One statement (its
+-- own transaction when run alone): the lease lock holds until the events are in.
 -- Also returns the workload's age by the database clock (lifecycle latency metrics).
 WITH
 -- the caller's lease, if it is still live now (not just when the transaction began), locked
@@ -741,6 +772,17 @@ updated AS (
     WHERE w.id = $3 AND w.generation = $4 AND w.deletion_requested_at IS NULL
       AND EXISTS (SELECT 1 FROM lease)
     RETURNING extract(epoch FROM clock_timestamp() - w.created_at)::float8 AS age
+),
+-- its events, only with the write; a repeated once_key is skipped (see insert_event)
+recorded AS (
+    INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                        generation, actor, once_key)
+    SELECT $8, 'workload', $3, $9, e.type, e.reason, e.message, $4, $10, e.once_key
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[])
+         WITH ORDINALITY AS e(type, reason, message, once_key, n)
+    WHERE EXISTS (SELECT 1 FROM updated)
+    ORDER BY e.n
+    ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING
 )
 SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written,
        (SELECT age FROM updated) AS age;

@@ -22,6 +22,7 @@ from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
     import uuid
+    from collections.abc import Sequence
     from datetime import datetime
 
     import asyncpg
@@ -174,6 +175,26 @@ _SET_STATUS: dict[Kind, LiteralString] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class StatusEvent:
+    """One event row recorded with a status write (`once_key`: see `app.store.audit`)."""
+
+    type: str
+    message: str
+    reason: str | None = None
+    once_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """Who and what a status write's event rows name, and the events themselves."""
+
+    project_id: uuid.UUID | None
+    resource_name: str
+    actor: str
+    events: Sequence[StatusEvent] = ()
+
+
 async def set_status(
     conn: Connection,
     kind: Kind,
@@ -185,9 +206,13 @@ async def set_status(
     state: WorkloadState | ResourceState,
     reason: str,
     observed: dict[str, Any],
+    audit: Audit,
 ) -> Written:
     """Write state, reason, observed facts and `observed_generation = generation`, if this
-    owner still holds the lease at `epoch` and the row is still at `generation`, not deleting."""
+    owner still holds the lease at `epoch` and the row is still at `generation`, not deleting;
+    with the write (and only then) `audit`'s events, in order. One statement, one round trip:
+    on a connection outside a transaction it is a transaction of its own."""
+    events = audit.events
     row = await conn.fetchrow(
         _SET_STATUS[kind],
         owner,
@@ -197,6 +222,13 @@ async def set_status(
         state,
         reason,
         observed,
+        audit.project_id,
+        audit.resource_name,
+        audit.actor,
+        [event.type for event in events],
+        [event.reason for event in events],
+        [event.message for event in events],
+        [event.once_key for event in events],
     )
     return _written(row)
 

@@ -2,8 +2,8 @@
 must be fenced and audited together.
 
 `StepContext.write_status` is the one way a step changes a resource's status: the fenced,
-generation-guarded status update and its event rows commit in one transaction, so the audit
-trail (invariant 10) never misses a state change and never shows one that did not land.
+generation-guarded status update and its event rows commit in one statement (one round trip),
+so the audit trail (invariant 10) never misses a state change and never shows one that did not land.
 """
 
 from __future__ import annotations
@@ -113,12 +113,21 @@ class StepContext:
         observed: dict[str, Any],
         events: list[Event] | None = None,
     ) -> Written:
-        """Fenced status write plus its events, in one transaction.
+        """Fenced status write plus its events, in one statement (one round trip).
 
         Raises `LeaseLost` when the lease moved. Returns `written=False` (and records no
         event) when the row moved on to another generation or a deletion meanwhile.
         """
-        async with self.db.transaction() as conn:
+        audit = reconciling.Audit(
+            project_id=subject.project_id,
+            resource_name=subject.name,
+            actor=self.actor,
+            events=[
+                reconciling.StatusEvent(event.type, event.message, event.reason, event.once_key)
+                for event in events or ()
+            ],
+        )
+        async with self.db.connection() as conn:
             written = await reconciling.set_status(
                 conn,
                 subject.kind,
@@ -129,12 +138,10 @@ class StepContext:
                 state=state,
                 reason=reason,
                 observed=observed,
+                audit=audit,
             )
-            if not written.held:
-                raise fence.lost(f"status write of {subject.kind} {subject.name}")
-            if written.written:
-                for event in events or ():
-                    await self.record(conn, subject, event, generation)
+        if not written.held:
+            raise fence.lost(f"status write of {subject.kind} {subject.name}")
         return written
 
     async def refuse_foreign(
