@@ -21,7 +21,8 @@ p99 ≤ 5 s.
 
 `--profile FILE` samples aicp with `py-spy record` (250 Hz, raw collapsed stacks, on PATH or
 in the virtual environment) for the flood's duration and writes them to FILE
-(`loadtest/profile_summary.py FILE` sorts them).
+(`loadtest/profile_summary.py FILE` sorts them). `--aicp-repo` runs another checkout's aicp
+(e.g. an older commit, to compare).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import CLASS, e2e_stack
+from loadtest.e2e_stack import CLASS, REPO, e2e_stack
 
 NOISY, QUIET = "noisy", "quiet"
 TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -218,7 +219,7 @@ async def quiet_one(
 async def run(args: argparse.Namespace) -> Figures:
     fig = Figures()
     env = dict(item.split("=", 1) for item in args.aicp_env)
-    async with e2e_stack(args.pg, **env) as stack:
+    async with e2e_stack(args.pg, aicp_repo=args.aicp_repo, **env) as stack:
         base = stack.aicp_url
         admin = stack.headers["Authorization"].removeprefix("Bearer ")
         connector = aiohttp.TCPConnector(limit=256)
@@ -373,6 +374,7 @@ def main() -> None:
     parser.add_argument(
         "--bad-tokens", type=int, default=0, help="then this many distinct bad tokens"
     )
+    parser.add_argument("--aicp-repo", type=Path, default=REPO, help="the checkout to run")
     parser.add_argument(
         "--profile", type=Path, help="write a py-spy profile of aicp during the flood here"
     )
