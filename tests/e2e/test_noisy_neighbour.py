@@ -2,7 +2,8 @@
 loadtest/noisy_neighbour.py at a smaller size).
 
 A flood of submissions by one project is held to its rate limit (429) and served in turn with
-the other project's work, so the other project's workload still runs promptly; a hundred log
+the other project's work, so the other project's workload still runs promptly and its reads
+(on connections the reconcile workers do not use) answer promptly; a hundred log
 follows by one viewer are refused past the limits, and even when the limits let them all
 through they wait on their own connections, never the reconciler's.
 """
@@ -28,6 +29,10 @@ from tests.support.waiting import wait_until
 NOISY, QUIET = "noisy", "quiet"
 #: Generous: on an idle machine the quiet workload runs in well under a second.
 RUNNING_WITHIN = 30.0
+#: Generous too (the target is p99 ≤ 100 ms with aicp alone on its cores): here the test's
+#: clients and kubesim share aicp's one event loop on a machine shared with other tests.
+QUIET_GET_WITHIN = 2.0
+QUIET_RUNNING_WITHIN = 10.0
 #: Long enough to outlast the quiet project's workloads; its end ends the follows.
 CHATTY_SECONDS = 20
 
@@ -81,6 +86,24 @@ async def _seconds_to_running(
     return time.monotonic() - started
 
 
+async def _quiet_figures(client: httpx.AsyncClient, name: str, gets: list[float]) -> float:
+    """Submit `name` as the quiet project and poll it with its own token every 100 ms (as a
+    user would) until it runs: the seconds that took; each GET's latency goes into `gets`."""
+    url = f"/api/v1/projects/{QUIET}/workloads/{name}"
+    started = time.monotonic()
+    assert await _submit(client, QUIET, _small(name)) == 202
+
+    async def running() -> bool:
+        sent = time.monotonic()
+        response = await client.get(url)
+        gets.append(time.monotonic() - sent)
+        assert response.status_code == 200, response.text
+        return bool(response.json()["status"]["state"] in ("RUNNING", "SUCCEEDED"))
+
+    await wait_until(running, timeout=RUNNING_WITHIN, interval=0.1, message=f"{name} running")
+    return time.monotonic() - started
+
+
 @contextlib.asynccontextmanager
 async def _follows(url: str, token: str, path: str, count: int) -> AsyncIterator[Counter[int]]:
     """`count` log follows opened at once and held open; yields their statuses so far."""
@@ -129,8 +152,12 @@ async def test_a_flood_by_one_project_does_not_hold_back_another_projects_worklo
     follow = await _chatty(running, tokens)
     url = running.url
     async with (
-        httpx.AsyncClient(base_url=url, headers=bearer(tokens[f"{NOISY}-editor"])) as noisy,
-        httpx.AsyncClient(base_url=url, headers=bearer(tokens[f"{QUIET}-editor"])) as quiet,
+        httpx.AsyncClient(
+            base_url=url, headers=bearer(tokens[f"{NOISY}-editor"]), timeout=30
+        ) as noisy,
+        httpx.AsyncClient(
+            base_url=url, headers=bearer(tokens[f"{QUIET}-editor"]), timeout=30
+        ) as quiet,
         _follows(url, tokens[f"{NOISY}-viewer"], follow, 100) as follows,
     ):
 
@@ -145,7 +172,8 @@ async def test_a_flood_by_one_project_does_not_hold_back_another_projects_worklo
 
         flooding = asyncio.create_task(flood())
         await asyncio.sleep(0)
-        waits = [await _seconds_to_running(running, quiet, f"q-{n}") for n in range(3)]
+        gets: list[float] = []
+        waits = [await _quiet_figures(quiet, f"q-{n}", gets) for n in range(3)]
         submitted = await flooding
         await wait_until(
             lambda: sum(follows.values()) == 100, timeout=30, message="every follow answered"
@@ -153,7 +181,10 @@ async def test_a_flood_by_one_project_does_not_hold_back_another_projects_worklo
         # The noisy project was held to its rate limit; the quiet one never noticed.
         assert submitted[429] > 0, submitted
         assert set(submitted) <= {202, 429}, submitted
-        assert max(waits) < RUNNING_WITHIN
+        # The quiet project's figures at this size, with a margin (targets: GET p99 ≤ 100 ms,
+        # submit → RUNNING p99 ≤ 5 s).
+        assert max(waits) < QUIET_RUNNING_WITHIN, waits
+        assert max(gets) < QUIET_GET_WITHIN, sorted(gets)
         # One viewer's hundred follows: a few open, the rest refused, nothing else.
         assert follows[200] == 4, follows
         assert follows[429] == 96, follows
