@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.api.subscriptions import Change, Filters, Subscription
+from app.backoff import Backoff
 from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
@@ -260,6 +261,7 @@ class ChangeFeed:
 
     async def _read_loop(self) -> None:
         failures = 0
+        backoff = Backoff(0.2, 5.0)
         while True:
             timeout = self._next_read_in()
             with contextlib.suppress(TimeoutError):
@@ -275,7 +277,7 @@ class ChangeFeed:
                     exc,
                     failures,
                 )
-                await asyncio.sleep(min(5.0, 0.1 * 2**failures))
+                await asyncio.sleep(backoff.delay(failures))
 
     def _next_read_in(self) -> float | None:
         if self._gaps:

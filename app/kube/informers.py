@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from app.backoff import Backoff
 from app.domain.kube_objects import namespace_of
 from app.domain.labels import (
     JOB_CONTROLLER_UID_LABEL,
@@ -30,7 +31,7 @@ from app.domain.labels import (
     QUEUE_NAME_LABEL,
 )
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
-from app.kube.watching import Accept, Backoff, Handler, Informer
+from app.kube.watching import Accept, Handler, Informer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,7 +73,7 @@ class Informers:
                 accept=accept,
                 watch_timeout=watch_timeout,
                 page_size=page_size,
-                backoff=Backoff(cap=backoff_cap),
+                backoff=Backoff(0.2, backoff_cap),
             )
 
         # Jobs, Workloads and Pods carry the workload's spec (up to 256 KiB each) until they

@@ -25,8 +25,8 @@ from uuid import UUID
 
 import asyncpg
 
+from app.backoff import Backoff
 from app.domain.kinds import KINDS
-from app.reconcile.queue import Backoff
 from app.store.leases import ResourceKey
 from app.store.queries import QUERIES
 
@@ -78,7 +78,7 @@ class Doorbell:
         self.probe_interval = probe_interval
         self.probe_timeout = probe_timeout
         # Capped low: while the connection is down, doorbells of held resources go unheard.
-        self._backoff = backoff or Backoff(base=0.1, cap=2.0)
+        self._backoff = backoff or Backoff(0.1, 2.0)
         self.application_name = application_name  # how pg_stat_activity names the listener
         self.listening = asyncio.Event()
         self.connects = 0

@@ -27,11 +27,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from app.backoff import Backoff
 from app.reconcile.claiming import Claimer, Sweeper
 from app.reconcile.doorbell import Doorbell
 from app.reconcile.leasing import LeaseBook, LeaseKeeper
 from app.reconcile.metrics import PrometheusObserver
-from app.reconcile.queue import Backoff, WorkQueue
+from app.reconcile.queue import WorkQueue
 from app.reconcile.workers import Workers
 from app.store import leases
 from app.store.db import UNAVAILABLE_ERRORS, ReservedPool
@@ -264,6 +265,7 @@ class Reconciler:
         while the database is unavailable."""
         loop = asyncio.get_running_loop()
         attempt = 0
+        backoff = Backoff(0.1, 2.0)
         while True:
             try:
                 released = await leases.release_predecessors(
@@ -271,7 +273,7 @@ class Reconciler:
                 )
             except UNAVAILABLE_ERRORS as exc:
                 attempt += 1
-                delay = min(2.0, self.queue.backoff.delay(attempt) + 0.1)
+                delay = backoff.delay(attempt)
                 if loop.time() + delay > deadline:
                     raise TimeoutError(f"the database stayed unavailable: {exc!r}") from exc
                 log.warning(

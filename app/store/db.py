@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import asyncpg
 import msgspec
 
+from app.backoff import Backoff
 from app.domain.errors import StoreUnavailable, UnstorableText
 from app.store.queries import QUERIES
 
@@ -170,6 +171,7 @@ class Database:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_for
         attempt = 0
+        backoff = Backoff(0.2, 2.0)
         while True:
             try:
                 pool = await asyncpg.create_pool(
@@ -184,7 +186,7 @@ class Database:
                 )
             except UNAVAILABLE_ERRORS as exc:
                 attempt += 1
-                delay = min(2.0, 0.1 * 2**attempt)
+                delay = backoff.delay(attempt)
                 if loop.time() + delay > deadline:
                     raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
                 log.warning(

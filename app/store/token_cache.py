@@ -30,13 +30,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
+from app.backoff import Backoff
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class TokenCache:
 
     async def run(self) -> None:
         """Listen forever, reconnecting after every loss; only cancellation ends it."""
-        failures = 0
+        backoff = Backoff(0.1, 2.0)
         while True:
             conn: asyncpg.Connection[Any] | None = None
             try:
@@ -149,7 +149,7 @@ class TokenCache:
                     timeout=self.probe_timeout * 2,
                     server_settings={"application_name": self.application_name},
                 )
-                failures = 0
+                backoff.reset()
                 await self._listen(conn)
                 cause = "closed by the server"
             except Exception as exc:
@@ -161,8 +161,7 @@ class TokenCache:
                 self.backend_pid = None
                 if conn is not None:
                     await _close(conn)
-            failures += 1
-            delay = min(2.0, 0.1 * 2 ** (failures - 1)) * random.uniform(0.5, 1.0)
+            delay = backoff.next()
             log.warning(
                 "token cache connection lost or refused (%s); every request reads its token "
                 "from the database until it reconnects (in %.2fs)",
