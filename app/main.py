@@ -37,8 +37,9 @@ from app.api.follows import FollowLimits
 from app.api.http_limits import HttpLimits, limited_protocol
 from app.api.ratelimit import RateLimits
 from app.reconcile.engine import EngineConfig, Reconciler
-from app.store import changes, idempotency, retention
+from app.store import idempotency, retention
 from app.store.db import Database
+from app.store.listener import Listener
 from app.store.migrations import migrate
 from app.store.retention import Retention
 from app.store.token_cache import TokenCache
@@ -94,6 +95,7 @@ class Service:
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
     kubernetes: ReconcilingComponent | None = None
+    listener: Listener | None = None
     token_cache: TokenCache | None = None
     supervisor: Supervisor = field(default_factory=Supervisor)
     feed: ChangeFeed | None = None
@@ -208,25 +210,29 @@ class Service:
                 supervisor.watch_task("the retention purge", running)
 
         purge = BackgroundComponent("retention-purge", start, stop, supervise=supervise)
-        reconciler = self._reconciler_component()  # the feed listens on its connection
-        return [purge, *self._token_cache_component(), self._feed_component(), reconciler]
+        return [
+            self._listener_component(),
+            purge,
+            *self._token_cache_component(),
+            self._feed_component(),
+            self._reconciler_component(),
+        ]
 
-    def _token_cache_component(self) -> list[BackgroundComponent]:
-        """The project token cache and its LISTEN loop (none with AICP_TOKEN_CACHE_SIZE=0).
+    def _listener_component(self) -> BackgroundComponent:
+        """The process's one LISTEN connection (`app.store.listener`), started first: the token
+        cache, the change feed and the engine's doorbell listen to their channels on it.
 
-        The loop never ends on its own (it reconnects after any loss, and the cache is bypassed
-        meanwhile), so a database outage does not fail the process through it."""
+        Its loop never ends on its own (it reconnects after any loss), so a database outage does
+        not fail the process through it; the doorbell's recovery is bounded (`app.wiring`)."""
         settings = self.settings
-        if settings.token_cache_size == 0:
-            return []
         assert settings.database_url is not None
-        cache = self.token_cache = TokenCache(
-            settings.database_url, max_entries=settings.token_cache_size
+        listener = self.listener = Listener(
+            settings.database_url, application_name=f"aicp listener {settings.instance_id}"
         )
         task: list[asyncio.Task[None]] = []
 
         async def start() -> None:
-            task.append(asyncio.create_task(cache.run(), name="token-cache"))
+            task.append(asyncio.create_task(listener.run(), name="listener"))
 
         async def stop() -> None:
             for running in task:
@@ -236,15 +242,29 @@ class Service:
 
         def supervise(supervisor: Supervisor) -> None:
             for running in task:
-                supervisor.watch_task("the token cache's listener", running)
+                supervisor.watch_task("the LISTEN connection", running)
 
-        return [BackgroundComponent("token-cache", start, stop, supervise=supervise)]
+        return BackgroundComponent("listener", start, stop, supervise=supervise)
+
+    def _token_cache_component(self) -> list[BackgroundComponent]:
+        """The project token cache (none with AICP_TOKEN_CACHE_SIZE=0); it hears `aicp_tokens`
+        on the process's LISTEN connection and is bypassed while that is down."""
+        settings = self.settings
+        if settings.token_cache_size == 0:
+            return []
+        assert self.listener is not None
+        cache = self.token_cache = TokenCache(self.listener, max_entries=settings.token_cache_size)
+
+        async def stop() -> None:
+            cache.close()
+
+        return [BackgroundComponent("token-cache", cache.open, stop)]
 
     def _feed_component(self) -> BackgroundComponent:
         """The change feed of the live streams; it hears `aicp_watch` and `aicp_tokens` on the
-        reconciler's LISTEN connection (one per process), so it starts before the engine."""
+        process's LISTEN connection."""
         settings = self.settings
-        assert self.db is not None and self.reconciler is not None
+        assert self.db is not None and self.listener is not None
         feed = self.feed = ChangeFeed(
             self.db,
             FeedConfig(
@@ -256,10 +276,8 @@ class Service:
                 buffer_bytes=settings.stream_buffer_bytes,
                 history_seconds=settings.stream_history_seconds,
             ),
+            self.listener,
         )
-        doorbell = self.reconciler.doorbell
-        doorbell.also_listen(changes.CHANNEL, feed.wake, feed.wake)
-        doorbell.also_listen(changes.TOKENS_CHANNEL, feed.token_revoked, lambda: None)
 
         def supervise(supervisor: Supervisor) -> None:
             for running in feed.tasks:
@@ -271,16 +289,16 @@ class Service:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
         set, else alone (steps register on `self.reconciler` before it starts)."""
         settings = self.settings
-        assert self.db is not None and settings.database_url is not None
+        assert self.db is not None and self.listener is not None
         engine = self.reconciler = Reconciler(
             self.db,
             EngineConfig(
                 instance_id=settings.instance_id,
-                dsn=settings.database_url,
                 lease_ttl=settings.lease_ttl_seconds,
                 sweep_interval=settings.sweep_interval_seconds,
                 workers=settings.workers,
             ),
+            self.listener,
         )
 
         if self.kube_settings is not None:

@@ -5,8 +5,9 @@ running with a dead engine (its liveness probe would keep answering). So one `Su
 process watches two kinds of thing:
 
 - **tasks that must run until the process stops** (`watch_task`): the HTTP server, the reconcile
-  engine (whose own supervisor stops it when any of its tasks dies), each informer's loop, the
-  retention purge. One that ends, by an exception or by returning, is a failure at once.
+  engine (whose own supervisor stops it when any of its tasks dies), the LISTEN connection's
+  loop, each informer's loop, the retention purge. One that ends, by an exception or by
+  returning, is a failure at once.
 - **parts that may be down for a while but must recover** (`watch_recovery`): the doorbell's
   LISTEN connection, each informer's list/watch. Each is asked every `check_interval` seconds
   why it is down (None while it is up); one that stays down for `recovery_seconds`

@@ -5,9 +5,9 @@ How a change reaches a stream
 -----------------------------
 A workload write commits its change row (migration 0006: numbered while the row is locked) and,
 if some replica has streams on that project (`stream_interest`), a NOTIFY on `aicp_watch`. The
-reconciler's LISTEN connection (the doorbell's, `Doorbell.also_listen`)
-calls `wake()`; the feed reads the rows after its position in one query and offers each change
-to the subscriptions of its project. Nothing is read per stream: 1,000 streams cost one query.
+process's LISTEN connection (`app.store.listener`) calls `wake()`; the feed reads the rows
+after its position in one query and offers each change to the subscriptions of its project.
+Nothing is read per stream: 1,000 streams cost one query.
 
 Order and gaps. Change numbers are handed out before commit, so a read may see number N+1
 while N is still in flight. The feed delivers strictly in number order: at a gap it stops and
@@ -57,9 +57,8 @@ from app.store.db import UNAVAILABLE_ERRORS
 if TYPE_CHECKING:
     from datetime import datetime
 
-    import asyncpg
-
-    from app.store.db import Database
+    from app.store.db import Database, Row
+    from app.store.listener import Channel, Listener
 
 log = logging.getLogger("aicp.streams")
 
@@ -88,9 +87,11 @@ class FeedConfig:
 class ChangeFeed:
     """The process's reader of the change log and its subscriptions (see the module docstring)."""
 
-    def __init__(self, db: Database, config: FeedConfig) -> None:
+    def __init__(self, db: Database, config: FeedConfig, listener: Listener) -> None:
         self.db = db
         self.config = config
+        self.listener = listener
+        self._interests: list[Channel] = []
         self.position = 0
         self.delivered = 0  # events queued to streams, ever
         self._by_project: dict[uuid.UUID, set[Subscription]] = {}
@@ -122,6 +123,10 @@ class ChangeFeed:
             newest, _ = await changes.newest_and_oldest(conn)
         self.position = max(0, newest - self.config.batch)
         await self._read()
+        self._interests = [
+            await self.listener.listen(changes.CHANNEL, self.wake, on_connected=self.wake),
+            await self.listener.listen(changes.TOKENS_CHANNEL, self.token_revoked),
+        ]
         self._tasks = [
             asyncio.create_task(self._read_loop(), name="changefeed-reader"),
             asyncio.create_task(self._upkeep_loop(), name="changefeed-upkeep"),
@@ -130,6 +135,9 @@ class ChangeFeed:
         self._started = True
 
     async def stop(self) -> None:
+        for interest in self._interests:
+            interest.close()
+        self._interests = []
         self.close_all("the server is shutting down")
         for task in self._tasks:
             task.cancel()
@@ -316,7 +324,7 @@ class ChangeFeed:
             self._gaps.pop(number, None)
         return False
 
-    def _offer(self, row: asyncpg.Record) -> None:
+    def _offer(self, row: Row) -> None:
         subs = self._by_project.get(row["project_id"])
         if not subs:
             return

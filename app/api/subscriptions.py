@@ -25,9 +25,8 @@ if TYPE_CHECKING:
     import uuid
     from datetime import datetime
 
-    import asyncpg
-
     from app.api.changefeed import ChangeFeed
+    from app.store.db import Row
 
 log = logging.getLogger("aicp.streams")
 
@@ -39,7 +38,7 @@ class Change:
 
     __slots__ = ("_frames", "_resource", "deleted", "id", "name", "number", "row")
 
-    def __init__(self, row: asyncpg.Record, project: str) -> None:
+    def __init__(self, row: Row, project: str) -> None:
         self.row = row
         self.number: int = row["change_id"]
         self.id: uuid.UUID = row["id"]
@@ -83,7 +82,7 @@ class Filters:
     state: str | None = None
     compute_pool: str | None = None
 
-    def match(self, row: asyncpg.Record | Any) -> bool:
+    def match(self, row: Row | Any) -> bool:
         if self.name is not None and row["name"] != self.name:
             return False
         if self.state is not None and row["state"] != self.state:

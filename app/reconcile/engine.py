@@ -7,11 +7,12 @@
 
 Every background task is named and held here. `start()` first expires the leases a dead
 earlier incarnation of this same instance id left behind (a container restarted under its pod
-name), then waits until the doorbell listens, so a NOTIFY committed after `start()` returns is
-heard. While the database refuses connections, start retries for up to `start_timeout`
-seconds, then raises. A supervisor watches the root tasks: if one
-ends while the engine is running (a bug — each loop handles its own errors), it stops them all
-and records the failure in `failure`; `wait_closed()` returns then.
+name), then waits until the doorbell listens (on the process's LISTEN connection, `listener`,
+which the engine does not run), so a NOTIFY committed after `start()` returns is heard. While
+the database refuses connections, start retries for up to `start_timeout` seconds, then raises.
+A supervisor watches the root tasks: if one ends while the engine is running (a bug — each
+loop handles its own errors), it stops them all and records the failure in `failure`;
+`wait_closed()` returns then.
 
 `stop(grace)`: stop taking new work (doorbell, claimer, sweeper), let steps in flight finish
 within `grace` seconds, cancel the rest, then release every held lease in one statement that
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from app.reconcile.workers import ReconcileFn
     from app.store.db import Connection, Database
     from app.store.leases import Grant
+    from app.store.listener import Listener
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +81,6 @@ class EngineConfig:
     """How one replica's engine runs (docs/DESIGN.md §9 names the environment variables)."""
 
     instance_id: str  # the lease owner; unique among running processes (a pod name)
-    dsn: str  # for the dedicated LISTEN connection
     # This run of the process under `instance_id`: its leases are told apart from those of a
     # dead predecessor with the same id.
     incarnation: str = field(default_factory=lambda: secrets.token_hex(8))
@@ -87,7 +88,6 @@ class EngineConfig:
     sweep_interval: float = 1.0
     workers: int = 16
     sweep_batch: int = 100
-    probe_interval: float = 5.0
     retry_base: float = 0.05
     retry_cap: float = 60.0
     start_timeout: float = 60.0  # start retries while the database refuses, this long at most
@@ -98,7 +98,11 @@ class Reconciler:
     """Runs reconcile steps for the resources this replica holds leases on."""
 
     def __init__(
-        self, db: Database, config: EngineConfig, observer: EngineObserver | None = None
+        self,
+        db: Database,
+        config: EngineConfig,
+        listener: Listener,
+        observer: EngineObserver | None = None,
     ) -> None:
         self.config = config
         self._db = db
@@ -126,13 +130,7 @@ class Reconciler:
             on_lag=self._observer.lag,
             on_replay=self._on_replay,
         )
-        self.doorbell = Doorbell(
-            config.dsn,
-            self._on_doorbell,
-            self._on_listening,
-            probe_interval=config.probe_interval,
-            application_name=f"aicp doorbell {config.instance_id}"[:63],
-        )
+        self.doorbell = Doorbell(listener, self._on_doorbell, self._on_listening)
         self.workers = Workers(
             self.queue,
             self.book,
@@ -141,7 +139,7 @@ class Reconciler:
             observer=self._observer,
             step_timeout=config.step_timeout,
         )
-        self._intake: list[asyncio.Task[None]] = []  # doorbell, claimer, sweeper
+        self._intake: list[asyncio.Task[None]] = []  # claimer, sweeper
         self._workers: list[asyncio.Task[None]] = []
         self._keeper: asyncio.Task[None] | None = None
         self._supervisor: asyncio.Task[None] | None = None
@@ -228,13 +226,12 @@ class Reconciler:
         # Open now, not on the first claim: a claim delayed by the connect could land after the
         # resource's step released the lease, and take it again.
         await self.reserved.get()
-        self._intake = [
-            self._spawn(self.doorbell.run(), "reconcile-doorbell"),
-            self._spawn(self.claimer.run(), "reconcile-claimer"),
-        ]
+        self._intake = [self._spawn(self.claimer.run(), "reconcile-claimer")]
+        await self.doorbell.open()
         try:
             await asyncio.wait_for(self.doorbell.listening.wait(), max(0.0, deadline - loop.time()))
         except TimeoutError:
+            self.doorbell.close()
             await self._cancel(self._intake)
             log.error(
                 "reconcile engine %s could not listen within %.0fs (%d failed connections)",
@@ -301,6 +298,7 @@ class Reconciler:
         if self._stopping is None:
             self._stopping = asyncio.get_running_loop().create_future()
             self._stopping.set_result(None)
+        self.doorbell.close()
         tasks = [*self._intake, *self._workers]
         tasks += [t for t in (self._keeper, self._supervisor) if t is not None]
         await self._cancel(tasks)
@@ -332,6 +330,7 @@ class Reconciler:
         await self._closed.wait()
 
     async def _stop(self, grace: float) -> None:
+        self.doorbell.close()
         await self._cancel(self._intake)
         self.queue.close()
         if self._workers:

@@ -35,6 +35,10 @@ else:  # asyncpg's classes are not subscriptable at runtime
     Connection = asyncpg.Connection
     Pool = asyncpg.Pool
 
+#: A row as a query returns it; outside `app.store` code names it so, never asyncpg (the
+#: import-linter contract "Only the store speaks to PostgreSQL").
+Row: TypeAlias = asyncpg.Record
+
 # Errors that mean "the database is not there (or not now)" rather than "the statement is
 # wrong": the connection was refused or cut (asyncpg's `InternalClientError` when the protocol
 # broke mid-message), or a bound below (lock wait, statement, idle transaction) was reached.
