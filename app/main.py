@@ -32,8 +32,6 @@ import uvicorn
 
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
-from app.api.changefeed import ChangeFeed, FeedConfig
-from app.api.follows import FollowLimits
 from app.api.http_limits import HttpLimits, limited_protocol
 from app.api.ratelimit import RateLimits
 from app.reconcile.engine import EngineConfig, Reconciler
@@ -43,6 +41,8 @@ from app.store.listener import Listener
 from app.store.migrations import migrate
 from app.store.retention import Retention
 from app.store.token_cache import TokenCache
+from app.streams.changefeed import ChangeFeed, FeedConfig
+from app.streams.follows import FollowLimits
 from app.supervision import ProcessFailed, Supervisor
 from app.wiring import ReconcilingComponent, kube_settings_for
 

@@ -209,7 +209,7 @@ RETURNING id, name, id = $1 AS root;
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
 
 -- name: notify_token_revoked
--- Every replica closes the revoked tokens' open streams at once (app/api/changefeed.py); one
+-- Every replica closes the revoked tokens' open streams at once (app/streams/changefeed.py); one
 -- notification per token, its id the payload. Revocations are rare: the NOTIFY commit lock
 -- costs nothing here.
 SELECT pg_notify('aicp_tokens', id::text) FROM unnest($1::uuid[]) AS id;

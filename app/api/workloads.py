@@ -14,7 +14,6 @@ from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
-from app.api.subscriptions import Filters
 from app.api.watches import open_stream
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
@@ -23,6 +22,7 @@ from app.domain.validation import check_workload
 from app.domain.workload_resources import WatchEvent, WorkloadList, WorkloadResource
 from app.store import workloads
 from app.store.db import Connection
+from app.streams.subscriptions import Filters
 
 PATH = "/projects/{project:str}/workloads"
 ONE = PATH + "/{name:str}"

@@ -1,5 +1,5 @@
 """The change feed: one reader of the workload change log per process, fanned out in memory to
-every open stream (`app.api.watches`).
+every open stream (`app.streams.opening`).
 
 How a change reaches a stream
 -----------------------------
@@ -47,12 +47,12 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.api.subscriptions import Change, Filters, Subscription
 from app.backoff import Backoff
 from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
 from app.store.db import UNAVAILABLE_ERRORS
+from app.streams.subscriptions import Change, Filters, Subscription
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -108,6 +108,10 @@ class ChangeFeed:
     @property
     def open_streams(self) -> int:
         return self._count
+
+    def queued(self) -> None:
+        """One event was queued to a stream (`Subscription`'s view of the feed)."""
+        self.delivered += 1
 
     @property
     def tasks(self) -> list[asyncio.Task[None]]:
@@ -217,6 +221,8 @@ class ChangeFeed:
             token_id,
             expires_at,
             registered_at=self.position,
+            buffer_bytes=self.config.buffer_bytes,
+            early_limit=self.config.batch * 20,
         )
         self._by_project.setdefault(project_id, set()).add(sub)
         self._per_token[token] = self._per_token.get(token, 0) + 1

@@ -1,5 +1,8 @@
-"""One open stream's side of the change feed (`app.api.changefeed`): what it shows, what it
+"""One open stream's side of the change feed (`app.streams.changefeed`): what it shows, what it
 has shown, its unsent frames, and the SSE frames themselves.
+
+A subscription knows its feed only through `Feed` (the feed's position, and a count of the
+events queued); its limits are its own fields, set by the feed that registers it.
 
 A `Subscription` is registered before its first objects are read; until `go_live` the changes
 offered to it are kept aside, then considered in order. Considering a change: skip it if the
@@ -14,7 +17,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -25,12 +28,24 @@ if TYPE_CHECKING:
     import uuid
     from datetime import datetime
 
-    from app.api.changefeed import ChangeFeed
     from app.store.db import Row
 
 log = logging.getLogger("aicp.streams")
 
 HEARTBEAT = b": heartbeat\n\n"
+
+
+class Feed(Protocol):
+    """What a subscription reads of the feed that offers it changes."""
+
+    @property
+    def position(self) -> int:
+        """Every change numbered up to it has been offered (and none will appear below it)."""
+        ...
+
+    def queued(self) -> None:
+        """One event was queued to a stream (the feed counts them)."""
+        ...
 
 
 class Change:
@@ -96,7 +111,7 @@ class Filters:
 class Subscription:
     """One open stream: what it shows, what it has shown, and its unsent frames."""
 
-    feed: ChangeFeed
+    feed: Feed
     project_id: uuid.UUID
     project: str
     filters: Filters
@@ -104,6 +119,8 @@ class Subscription:
     token_id: uuid.UUID | None
     expires_at: datetime | None
     registered_at: int  # the feed's position at registration: later changes are offered
+    buffer_bytes: int  # unsent live frames beyond this close the stream (its client is slow)
+    early_limit: int  # changes kept aside before `go_live`, at most (then the stream closes)
     resumed_from: int | None = None
     shown: dict[uuid.UUID, int] = field(default_factory=dict)  # workload → newest number shown
     ids_from: int = 0  # frames carry `id` from this number on (everything before is shown)
@@ -135,7 +152,7 @@ class Subscription:
             return
         if not self._live:
             self._early.append(change)
-            if len(self._early) > self.feed.config.batch * 20:
+            if len(self._early) > self.early_limit:
                 self.close("slow")
             return
         if change.number <= self.registered_at or (
@@ -175,14 +192,14 @@ class Subscription:
 
     def _push(self, frame: bytes) -> None:
         # Only live frames count against the buffer: what a resume replays (at most
-        # MAX_REPLAY changes, app.api.watches) is read and sent a PAGE_BYTES page at a time,
+        # MAX_REPLAY changes, app.streams.opening) is read and sent a PAGE_BYTES page at a time,
         # each page sent before the next is read.
-        if self._live and self._queued + len(frame) > self.feed.config.buffer_bytes:
+        if self._live and self._queued + len(frame) > self.buffer_bytes:
             STREAM_DROPS.labels("slow").inc()
             log.info("dropping a slow stream of project %s (%s)", self.project, self.token)
             self.close("slow", dropped=True)
             return
-        self.feed.delivered += 1
+        self.feed.queued()
         self.push_initial(frame)
 
     def push_initial(self, frame: bytes) -> None:
