@@ -49,6 +49,12 @@ def in_managed_namespace(obj: Manifest) -> bool:
     return namespace_of(obj).startswith(NAME_PREFIX)
 
 
+#: The longest an informer waits between list/watch attempts while the API server fails: an
+#: outage ends, at most this long later every cache follows the cluster again (a handful of
+#: requests per interval per replica).
+BACKOFF_CAP_SECONDS = 5.0
+
+
 class Informers:
     """The set of informers one aicp process runs, started and stopped together.
 
@@ -58,7 +64,11 @@ class Informers:
     """
 
     def __init__(
-        self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 5.0
+        self,
+        kube: KubeClient,
+        *,
+        watch_timeout: float = 300.0,
+        backoff_cap: float = BACKOFF_CAP_SECONDS,
     ) -> None:
         def informer(
             resource: Resource,

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typing import Any
     from uuid import UUID
 
+    from app.config import Settings
     from app.domain.kinds import Kind
     from app.reconcile.workers import ReconcileFn
     from app.store.db import Connection, Database
@@ -81,17 +82,28 @@ class EngineConfig:
     """How one replica's engine runs (docs/DESIGN.md §9 names the environment variables)."""
 
     instance_id: str  # the lease owner; unique among running processes (a pod name)
+    # The settings' (AICP_LEASE_TTL_SECONDS, AICP_SWEEP_INTERVAL_SECONDS, AICP_WORKERS).
+    lease_ttl: float
+    sweep_interval: float
+    workers: int
     # This run of the process under `instance_id`: its leases are told apart from those of a
     # dead predecessor with the same id.
     incarnation: str = field(default_factory=lambda: secrets.token_hex(8))
-    lease_ttl: float = 15.0
-    sweep_interval: float = 1.0
-    workers: int = 16
     sweep_batch: int = 100
     retry_base: float = 0.05
     retry_cap: float = 60.0
     start_timeout: float = 60.0  # start retries while the database refuses, this long at most
     step_timeout: float = 120.0  # a step still running after this is cancelled and retried
+
+    @classmethod
+    def of(cls, settings: Settings) -> EngineConfig:
+        """The engine the environment sets (app/config.py states the defaults)."""
+        return cls(
+            instance_id=settings.instance_id,
+            lease_ttl=settings.lease_ttl_seconds,
+            sweep_interval=settings.sweep_interval_seconds,
+            workers=settings.workers,
+        )
 
 
 class Reconciler:

@@ -93,6 +93,17 @@ class Listener:
         self._conn: asyncpg.Connection[Any] | None = None
         self._lost: asyncio.Event | None = None
         self._setup = asyncio.Lock()  # one LISTEN set-up at a time: the loop's or a listen's
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Run the loop (`run`) in a task of its own; it connects in the background."""
+        self.task = asyncio.create_task(self.run(), name="listener")
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
 
     async def listen(
         self,

@@ -57,6 +57,7 @@ from app.streams.subscriptions import Change, Filters, Subscription
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from app.config import Settings
     from app.store.db import Database, Row
     from app.store.listener import Channel, Listener
 
@@ -69,19 +70,34 @@ _OUTAGE: tuple[type[BaseException], ...] = (StoreUnavailable, *UNAVAILABLE_ERROR
 
 @dataclass(frozen=True)
 class FeedConfig:
+    """How the feed runs: the settings' (`AICP_STREAM_*`, `AICP_STREAMS_*`), then its own."""
+
     replica: str
-    heartbeat_seconds: float = 15.0
-    max_streams: int = 2000
-    max_per_token: int = 50
-    max_per_project: int = 2000  # a project's share of `max_streams` (Settings: 500)
-    buffer_bytes: int = 1 << 20
-    history_seconds: float = 3600.0
+    heartbeat_seconds: float
+    max_streams: int
+    max_per_token: int
+    max_per_project: int  # a project's share of `max_streams`
+    buffer_bytes: int
+    history_seconds: float
     poll_interval: float = 2.0
     interest_ttl: float = 30.0
     token_check_interval: float = 5.0
     batch: int = 500
     gap_retry: float = 0.005
     gap_limit_seconds: float = 30.0
+
+    @classmethod
+    def of(cls, settings: Settings) -> FeedConfig:
+        """The feed the environment sets (app/config.py states the defaults)."""
+        return cls(
+            replica=settings.instance_id,
+            heartbeat_seconds=settings.stream_heartbeat_seconds,
+            max_streams=settings.streams_max,
+            max_per_token=settings.streams_per_token,
+            max_per_project=settings.streams_per_project,
+            buffer_bytes=settings.stream_buffer_bytes,
+            history_seconds=settings.stream_history_seconds,
+        )
 
 
 class ChangeFeed:

@@ -26,7 +26,13 @@ async def test_an_engine_that_cannot_reach_the_database_in_time_fails_its_start(
 ) -> None:
     db = await Database.connect(proxy.url_for(database_url), size=2)
     async with listening(proxy.url_for(database_url)) as listener:
-        engine = Reconciler(db, EngineConfig("replica-a", start_timeout=2.0), listener)
+        engine = Reconciler(
+            db,
+            EngineConfig(
+                "replica-a", lease_ttl=15.0, sweep_interval=1.0, workers=4, start_timeout=2.0
+            ),
+            listener,
+        )
         try:
             await proxy.refuse()
             with pytest.raises(TimeoutError):
@@ -200,7 +206,9 @@ async def test_an_engine_starting_while_the_database_refuses_waits_for_it(
     made, url = refusal
     db = await Database.connect(url, size=2)
     async with listening(url) as listener:
-        engine = Reconciler(db, EngineConfig("replica-a"), listener)
+        engine = Reconciler(
+            db, EngineConfig("replica-a", lease_ttl=15.0, sweep_interval=1.0, workers=4), listener
+        )
         try:
             await made.refuse()
             assert await _refused_sqlstate(url) == made.sqlstate  # the server's own answer
