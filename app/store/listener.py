@@ -125,7 +125,9 @@ class Listener:
                 return interest  # the next connect LISTENs on it
             if not known:
                 try:
-                    await conn.add_listener(channel, self._notified)
+                    await asyncio.wait_for(
+                        conn.add_listener(channel, self._notified), self.connect_timeout
+                    )
                 except Exception:  # the connection is going: the loop reconnects
                     log.warning("LISTEN %s failed; reconnecting", channel, exc_info=True)
                     self._drop_connection()
@@ -182,7 +184,10 @@ class Listener:
         conn.add_termination_listener(lambda _conn: lost.set())
         async with self._setup:
             for channel in list(self._channels):
-                await conn.add_listener(channel, self._notified)
+                # Bounded: a listen() waiting on the set-up never waits for long.
+                await asyncio.wait_for(
+                    conn.add_listener(channel, self._notified), self.connect_timeout
+                )
             self._conn = conn
             self.backend_pid = conn.get_server_pid()
             self.connects += 1
