@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
     from app.api.auth import Caller
     from app.store.db import Database
+    from app.store.workloads import WorkloadFilter
     from app.streams.changefeed import ChangeFeed
-    from app.streams.subscriptions import Filters
 
 STATE_KEY = "changefeed"
 MEDIA_TYPE = "text/event-stream"
@@ -70,7 +70,7 @@ async def open_stream(
     request: Request[Any, Any, Any],
     caller: Caller,
     db: Database,
-    filters: Filters,
+    filters: WorkloadFilter,
     last_event_id: str | None,
 ) -> Response[Any]:
     """Answer a stream (see the module docstring): its headers alone for a HEAD, else the

@@ -52,7 +52,7 @@ from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
 from app.store.db import UNAVAILABLE_ERRORS
-from app.streams.subscriptions import Change, Filters, Subscription
+from app.streams.subscriptions import Change, Subscription
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from app.config import Settings
     from app.store.db import Database, Row
     from app.store.listener import Channel, Listener
+    from app.store.workloads import WorkloadFilter
 
 log = logging.getLogger("aicp.streams")
 
@@ -200,7 +201,7 @@ class ChangeFeed:
         self,
         project_id: uuid.UUID,
         project: str,
-        filters: Filters,
+        filters: WorkloadFilter,
         *,
         token: str,
         token_id: uuid.UUID | None,

@@ -15,7 +15,8 @@ from app.domain.errors import NotFound, ResumeExpired
 from app.domain.workload_resources import workload_from_row
 from app.store import changes
 from app.store.paging import chunk_rows
-from app.streams.subscriptions import Change, Filters, Subscription, event_frame
+from app.store.workloads import WorkloadFilter
+from app.streams.subscriptions import Change, Subscription, event_frame
 
 if TYPE_CHECKING:
     import uuid
@@ -38,7 +39,7 @@ async def open_stream(
     db: Database,
     project_id: uuid.UUID,
     project: str,
-    filters: Filters,
+    filters: WorkloadFilter,
     *,
     token: str,
     token_id: uuid.UUID | None,
@@ -73,7 +74,7 @@ async def check_exists(db: Database, project_id: uuid.UUID, name: str) -> None:
     """404 unless the project has a workload `name` (a HEAD of its watch)."""
     async with db.connection() as conn:
         rows = await changes.current_page(
-            conn, project_id, name=name, state=None, compute_pool=None, after=None, limit=1
+            conn, project_id, WorkloadFilter(name=name), after=None, limit=1
         )
     if not rows:
         raise NotFound(f"Workload {name!r} not found.")
@@ -131,13 +132,7 @@ async def _replay(db: Database, sub: Subscription, resume: int) -> AsyncIterator
 async def _first_single(db: Database, sub: Subscription) -> None:
     async with db.connection() as conn:
         rows = await changes.current_page(
-            conn,
-            sub.project_id,
-            name=sub.filters.name,
-            state=None,
-            compute_pool=None,
-            after=None,
-            limit=1,
+            conn, sub.project_id, WorkloadFilter(name=sub.filters.name), after=None, limit=1
         )
     if not rows:
         raise NotFound(f"Workload {sub.filters.name!r} not found.")
@@ -166,13 +161,7 @@ async def _first_list(db: Database, sub: Subscription) -> AsyncIterator[bytes]:
         step = chunk_rows(_PAGE, PAGE_BYTES, size, count)
         async with db.connection() as conn:
             rows = await changes.current_page(
-                conn,
-                sub.project_id,
-                name=None,
-                state=sub.filters.state,
-                compute_pool=sub.filters.compute_pool,
-                after=after,
-                limit=step,
+                conn, sub.project_id, sub.filters, after=after, limit=step
             )
         size += sum(row["row_bytes"] for row in rows)
         count += len(rows)

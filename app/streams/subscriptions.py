@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from app.store.db import Row
+    from app.store.workloads import WorkloadFilter
 
 log = logging.getLogger("aicp.streams")
 
@@ -91,22 +92,6 @@ def position_frame(number: int) -> bytes:
     return b": heartbeat\nid: %d\n\n" % number
 
 
-@dataclass(frozen=True)
-class Filters:
-    name: str | None = None
-    state: str | None = None
-    compute_pool: str | None = None
-
-    def match(self, row: Row | Any) -> bool:
-        if self.name is not None and row["name"] != self.name:
-            return False
-        if self.state is not None and row["state"] != self.state:
-            return False
-        return self.compute_pool is None or (row["spec"] or {}).get("compute_pool") == (
-            self.compute_pool
-        )
-
-
 @dataclass(eq=False)
 class Subscription:
     """One open stream: what it shows, what it has shown, and its unsent frames."""
@@ -114,7 +99,7 @@ class Subscription:
     feed: Feed
     project_id: uuid.UUID
     project: str
-    filters: Filters
+    filters: WorkloadFilter
     token: str  # the caller's identity (`admin`, `token:<id>`): the per-token limit counts it
     token_id: uuid.UUID | None
     expires_at: datetime | None
