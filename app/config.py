@@ -12,12 +12,12 @@ apart from the `AICP_DB_POOL_SIZE` connections the API and the streams use, so a
 queues behind reconcile steps for a connection.
 `AICP_NAMESPACE` (`aicp-system`) is the namespace aicp runs in: the project whose namespace
 would be that one is a reserved name (`app.domain.naming.reserved_project_problem`).
-`AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.api.changefeed.FeedConfig`).
+`AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.streams.changefeed.FeedConfig`).
 `AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
 `AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
 (`app.api.http_limits.HttpLimits`).
 `AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
-limits on open log follows (`app.api.follows`), each replica's own (docs/RELIABILITY.md
+limits on open log follows (`app.streams.follows`), each replica's own (docs/RELIABILITY.md
 "Tenants and clients").
 
 ``Settings.from_env`` either returns a complete, valid settings object or raises
@@ -175,7 +175,7 @@ class Settings:
     rate_writes_per_project: float = 20.0
     rate_auth_failures_per_client: float = 10.0
     rate_burst_seconds: float = 5.0
-    # Pod log follows open at once (app.api.follows); the replica's limit is also the size of
+    # Pod log follows open at once (app.streams.follows); the replica's limit is also the size of
     # their own Kubernetes connection pool.
     log_follows_max: int = 32
     log_follows_per_token: int = 4

@@ -33,16 +33,16 @@ import uvicorn
 
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
-from app.api.changefeed import ChangeFeed, FeedConfig
-from app.api.follows import FollowLimits
 from app.api.http_limits import HttpLimits, limited_protocol
 from app.api.ratelimit import RateLimits
 from app.reconcile.engine import EngineConfig, Reconciler
-from app.store import changes, idempotency, retention
 from app.store.db import Database
+from app.store.listener import Listener
 from app.store.migrations import migrate
-from app.store.retention import Retention
+from app.store.retention import Purger, Retention
 from app.store.token_cache import TokenCache
+from app.streams.changefeed import ChangeFeed, FeedConfig
+from app.streams.follows import FollowLimits
 from app.supervision import ProcessFailed, Supervisor
 from app.wiring import ReconcilingComponent, kube_settings_for
 
@@ -57,8 +57,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp")
 
-#: How often expired idempotency keys, and events and tombstones past retention, are purged.
-PURGE_INTERVAL_SECONDS = 3600.0
 SHUTDOWN_GRACE_SECONDS = 10
 #: At start, a database that refuses connections is waited for this long before giving up.
 STARTUP_DB_WAIT_SECONDS = 30.0
@@ -98,13 +96,17 @@ class Service:
     components: list[BackgroundComponent] = field(default_factory=list)
     reconciler: Reconciler | None = None
     kubernetes: ReconcilingComponent | None = None
+    listener: Listener | None = None
     token_cache: TokenCache | None = None
-    supervisor: Supervisor = field(default_factory=Supervisor)
+    supervisor: Supervisor = field(init=False)
     feed: ChangeFeed | None = None
     _server: uvicorn.Server | None = None
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
     _started: list[BackgroundComponent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.supervisor = Supervisor(recovery_seconds=self.settings.recovery_timeout_seconds)
 
     @property
     def port(self) -> int:
@@ -127,7 +129,6 @@ class Service:
     async def start(self) -> None:
         settings = self.settings
         assert settings.database_url is not None, "database_url is resolved before start"
-        self.supervisor = Supervisor(recovery_seconds=settings.recovery_timeout_seconds)
         self.db = await Database.connect(
             settings.database_url, size=settings.db_pool_size, retry_for=STARTUP_DB_WAIT_SECONDS
         )
@@ -177,98 +178,64 @@ class Service:
     # --- the seam for background components ---------------------------------------------------
 
     def _builtin_components(self) -> list[BackgroundComponent]:
-        assert self.db is not None
-        db = self.db
-        stop_event = asyncio.Event()
-        task: list[asyncio.Task[None]] = []
+        return [
+            self._listener_component(),
+            self._purge_component(),
+            *self._token_cache_component(),
+            self._feed_component(),
+            self._reconciler_component(),
+        ]
 
-        keep = Retention(
-            event_days=self.settings.event_retention_days,
-            tombstone_days=self.settings.tombstone_retention_days,
+    def _listener_component(self) -> BackgroundComponent:
+        """The process's one LISTEN connection (`app.store.listener`), started first: the token
+        cache, the change feed and the engine's doorbell listen to their channels on it.
+
+        Its loop never ends on its own (it reconnects after any loss), so a database outage does
+        not fail the process through it; the doorbell's recovery is bounded (`app.wiring`)."""
+        settings = self.settings
+        assert settings.database_url is not None
+        listener = self.listener = Listener(
+            settings.database_url, application_name=f"aicp listener {settings.instance_id}"
         )
 
-        async def purge_loop() -> None:
-            while not stop_event.is_set():
-                try:
-                    async with db.connection() as conn:
-                        keys = await idempotency.purge_expired(conn)
-                    purged = await retention.purge(db, keep)
-                    log.debug(
-                        "purged %d idempotency keys, %d events, %d tombstones",
-                        keys,
-                        purged.events,
-                        purged.tombstones,
-                    )
-                except Exception:  # the next round tries again; the API does not depend on it
-                    log.warning("purging old rows failed", exc_info=True)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop_event.wait(), PURGE_INTERVAL_SECONDS)
+        def supervise(supervisor: Supervisor) -> None:
+            if listener.task is not None:
+                supervisor.watch_task("the LISTEN connection", listener.task)
 
-        async def start() -> None:
-            task.append(asyncio.create_task(purge_loop(), name="retention-purge"))
+        return BackgroundComponent("listener", listener.start, listener.stop, supervise=supervise)
 
-        async def stop() -> None:
-            stop_event.set()
-            for running in task:
-                await running
+    def _purge_component(self) -> BackgroundComponent:
+        """Expired idempotency keys, and events and tombstones past retention, purged hourly."""
+        assert self.db is not None
+        purger = Purger(self.db, Retention.of(self.settings))
 
         def supervise(supervisor: Supervisor) -> None:
-            for running in task:
-                supervisor.watch_task("the retention purge", running)
+            if purger.task is not None:
+                supervisor.watch_task("the retention purge", purger.task)
 
-        purge = BackgroundComponent("retention-purge", start, stop, supervise=supervise)
-        reconciler = self._reconciler_component()  # the feed listens on its connection
-        return [purge, *self._token_cache_component(), self._feed_component(), reconciler]
+        return BackgroundComponent(
+            "retention-purge", purger.start, purger.stop, supervise=supervise
+        )
 
     def _token_cache_component(self) -> list[BackgroundComponent]:
-        """The project token cache and its LISTEN loop (none with AICP_TOKEN_CACHE_SIZE=0).
-
-        The loop never ends on its own (it reconnects after any loss, and the cache is bypassed
-        meanwhile), so a database outage does not fail the process through it."""
+        """The project token cache (none with AICP_TOKEN_CACHE_SIZE=0); it hears `aicp_tokens`
+        on the process's LISTEN connection and is bypassed while that is down."""
         settings = self.settings
         if settings.token_cache_size == 0:
             return []
-        assert settings.database_url is not None
-        cache = self.token_cache = TokenCache(
-            settings.database_url, max_entries=settings.token_cache_size
-        )
-        task: list[asyncio.Task[None]] = []
-
-        async def start() -> None:
-            task.append(asyncio.create_task(cache.run(), name="token-cache"))
+        assert self.listener is not None
+        cache = self.token_cache = TokenCache(self.listener, max_entries=settings.token_cache_size)
 
         async def stop() -> None:
-            for running in task:
-                running.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await running
+            cache.close()
 
-        def supervise(supervisor: Supervisor) -> None:
-            for running in task:
-                supervisor.watch_task("the token cache's listener", running)
-
-        return [BackgroundComponent("token-cache", start, stop, supervise=supervise)]
+        return [BackgroundComponent("token-cache", cache.open, stop)]
 
     def _feed_component(self) -> BackgroundComponent:
         """The change feed of the live streams; it hears `aicp_watch` and `aicp_tokens` on the
-        reconciler's LISTEN connection (one per process), so it starts before the engine."""
-        settings = self.settings
-        assert self.db is not None and self.reconciler is not None
-        feed = self.feed = ChangeFeed(
-            self.db,
-            FeedConfig(
-                replica=settings.instance_id,
-                heartbeat_seconds=settings.stream_heartbeat_seconds,
-                max_streams=settings.streams_max,
-                max_per_token=settings.streams_per_token,
-                max_per_project=settings.streams_per_project,
-                buffer_bytes=settings.stream_buffer_bytes,
-                history_seconds=settings.stream_history_seconds,
-            ),
-        )
-        doorbell = self.reconciler.doorbell
-        doorbell.also_listen(changes.CHANNEL, feed.wake, feed.wake)
-        doorbell.also_listen(changes.TOKENS_CHANNEL, feed.token_revoked, lambda: None)
+        process's LISTEN connection."""
+        assert self.db is not None and self.listener is not None
+        feed = self.feed = ChangeFeed(self.db, FeedConfig.of(self.settings), self.listener)
 
         def supervise(supervisor: Supervisor) -> None:
             for running in feed.tasks:
@@ -280,16 +247,9 @@ class Service:
         """The reconcile engine: with Kubernetes (steps, informers) when `kube_settings` is
         set, else alone (steps register on `self.reconciler` before it starts)."""
         settings = self.settings
-        assert self.reconcile_db is not None and settings.database_url is not None
+        assert self.reconcile_db is not None and self.listener is not None
         engine = self.reconciler = Reconciler(
-            self.reconcile_db,
-            EngineConfig(
-                instance_id=settings.instance_id,
-                dsn=settings.database_url,
-                lease_ttl=settings.lease_ttl_seconds,
-                sweep_interval=settings.sweep_interval_seconds,
-                workers=settings.workers,
-            ),
+            self.reconcile_db, EngineConfig.of(self.settings), self.listener
         )
 
         if self.kube_settings is not None:

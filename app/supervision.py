@@ -5,12 +5,13 @@ running with a dead engine (its liveness probe would keep answering). So one `Su
 process watches two kinds of thing:
 
 - **tasks that must run until the process stops** (`watch_task`): the HTTP server, the reconcile
-  engine (whose own supervisor stops it when any of its tasks dies), each informer's loop, the
-  retention purge. One that ends, by an exception or by returning, is a failure at once.
+  engine (whose own supervisor stops it when any of its tasks dies), the LISTEN connection's
+  loop, each informer's loop, the retention purge. One that ends, by an exception or by
+  returning, is a failure at once.
 - **parts that may be down for a while but must recover** (`watch_recovery`): the doorbell's
   LISTEN connection, each informer's list/watch. Each is asked every `check_interval` seconds
   why it is down (None while it is up); one that stays down for `recovery_seconds`
-  (`AICP_RECOVERY_TIMEOUT_SECONDS`) is a failure.
+  (`AICP_RECOVERY_TIMEOUT_SECONDS`, whose default app/config.py states) is a failure.
 
 The first failure is kept in `failure` (a sentence naming the part and why), `/healthz` answers
 503 with it, and `app.main.run_service` stops the service in order and raises `ProcessFailed`,
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp")
 
-#: How long a part may stay down before the process gives up (AICP_RECOVERY_TIMEOUT_SECONDS).
-DEFAULT_RECOVERY_SECONDS = 60.0
-
 
 class ProcessFailed(Exception):
     """A long-lived part of the process died or did not recover; the process must exit."""
@@ -45,7 +43,7 @@ class Supervisor:
     def __init__(
         self,
         *,
-        recovery_seconds: float = DEFAULT_RECOVERY_SECONDS,
+        recovery_seconds: float,
         check_interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -31,7 +31,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from app.kube.client import KubeClient, KubeSettings
-from app.kube.informers import Informers
+from app.kube.informers import BACKOFF_CAP_SECONDS, Informers
 from app.reconcile.steps import install_steps
 
 if TYPE_CHECKING:
@@ -44,11 +44,6 @@ if TYPE_CHECKING:
     from app.supervision import Supervisor
 
 log = logging.getLogger("aicp")
-
-#: The longest an informer waits between list/watch attempts while the API server fails: an
-#: outage ends, at most this long later every cache follows the cluster again (a handful of
-#: requests per interval per replica).
-INFORMER_BACKOFF_CAP_SECONDS = 5.0
 
 
 def kube_settings_for(settings: Settings) -> KubeSettings:
@@ -77,7 +72,7 @@ class ReconcilingComponent:
         *,
         instance_id: str,
         grace: float,
-        informer_backoff_cap: float = INFORMER_BACKOFF_CAP_SECONDS,
+        informer_backoff_cap: float = BACKOFF_CAP_SECONDS,
     ) -> None:
         self.engine = engine
         self.db = db

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import time
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.reconcile.workers import Result
 from app.store.db import Database
+from app.store.listener import Listener
 from app.store.migrations import migrate
 from loadtest.databases import with_database
 
@@ -168,6 +170,8 @@ async def main(args: argparse.Namespace) -> None:
     await admin.execute(f'CREATE DATABASE "{name}"')
     url = with_database(args.admin_url, name)
     db = await Database.connect(url, size=args.pool_size)
+    listener = Listener(url, application_name="aicp engine bench")
+    listening = asyncio.create_task(listener.run(), name="listener")
     engine: Reconciler | None = None
     try:
         await migrate(db)
@@ -178,12 +182,12 @@ async def main(args: argparse.Namespace) -> None:
             db,
             EngineConfig(
                 instance_id="bench",
-                dsn=url,
                 lease_ttl=30.0,
                 sweep_interval=args.sweep_interval,
                 workers=args.workers,
                 sweep_batch=args.batch,
             ),
+            listener,
         )
         engine.register("workload", starts.step)
         await engine.start()
@@ -195,6 +199,9 @@ async def main(args: argparse.Namespace) -> None:
     finally:
         if engine is not None:
             await engine.stop(grace=1.0)
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
         await db.close()
         await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
         await admin.close()

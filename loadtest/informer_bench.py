@@ -82,7 +82,12 @@ def report(title: str, values_ms: list[float]) -> None:
 
 async def run(writes: int, concurrency: int, kubeconfig: Path) -> None:
     kube = await KubeClient.connect(
-        KubeSettings(kubeconfig=str(kubeconfig), write_qps=10_000, write_burst=10_000)
+        KubeSettings(
+            kubeconfig=str(kubeconfig),
+            write_qps=10_000,
+            write_burst=10_000,
+            log_connection_pool_size=4,
+        )
     )
     waiting: dict[tuple[str, str], asyncio.Future[float]] = {}
 

@@ -209,7 +209,7 @@ RETURNING id, name, id = $1 AS root;
 SELECT EXISTS (SELECT 1 FROM api_tokens WHERE id = $1 AND project_id = $2);
 
 -- name: notify_token_revoked
--- Every replica closes the revoked tokens' open streams at once (app/api/changefeed.py); one
+-- Every replica closes the revoked tokens' open streams at once (app/streams/changefeed.py); one
 -- notification per token, its id the payload. Revocations are rare: the NOTIFY commit lock
 -- costs nothing here.
 SELECT pg_notify('aicp_tokens', id::text) FROM unnest($1::uuid[]) AS id;
@@ -568,7 +568,7 @@ SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
 
 -- name: changes_of_project
 -- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
--- oldest first, $4 at most; `row_bytes` sizes the next read (app.api.watches).
+-- oldest first, $4 at most; `row_bytes` sizes the next read (app.streams.opening).
 SELECT c.*, octet_length(c::text) AS row_bytes FROM workload_changes c
 WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
   AND ($5::text IS NULL OR name = $5)
@@ -596,13 +596,13 @@ WHERE change_id < coalesce(
 
 -- name: workloads_watched
 -- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
--- pool $4), each with its newest change number (`change_id`). Oldest first, a page of $7 after
--- ($5, $6); `row_bytes` sizes the next read (app.api.watches).
+-- pool by id $4), each with its newest change number (`change_id`). Oldest first, a page of $7
+-- after ($5, $6); `row_bytes` sizes the next read (app.streams.opening).
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)
-  AND ($4::text IS NULL OR spec->>'compute_pool' = $4)
+  AND ($4::uuid IS NULL OR pool_id = $4)
   AND (created_at, id) > ($5, $6::uuid)
 ORDER BY created_at, id
 LIMIT $7;

@@ -16,7 +16,6 @@ from app.api import (
     bindings,
     creating,
     events,
-    follows,
     pools,
     projects,
     shutdown,
@@ -40,19 +39,20 @@ from app.api.validation import MAX_BODY_BYTES
 from app.config import DEFAULT_TOKENS_PER_PROJECT
 from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 from app.store.token_cache import RejectedTokens
+from app.streams import follows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from litestar.types import ASGIApp
 
-    from app.api.changefeed import ChangeFeed
-    from app.api.follows import FollowLimits
     from app.api.ratelimit import RateLimits
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
     from app.store.token_cache import TokenCache
+    from app.streams.changefeed import ChangeFeed
+    from app.streams.follows import FollowLimits
 
 API_PREFIX = "/api/v1"
 
@@ -77,7 +77,7 @@ class ApiDependencies:
     tokens_per_project: int = DEFAULT_TOKENS_PER_PROJECT  # live tokens a project may hold
     # Request rate limits of this replica (app/api/ratelimit.py); None: no limits.
     rate_limits: RateLimits | None = None
-    # Log follows open at once (app/api/follows.py); None: no limits.
+    # Log follows open at once (app/streams/follows.py); None: no limits.
     follow_limits: FollowLimits | None = None
     # The namespace aicp runs in: the project name that maps onto it is reserved.
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE

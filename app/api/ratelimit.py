@@ -30,18 +30,31 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from app.domain.errors import TooManyRequests
 from app.observability.metrics import RATE_LIMITED
 
 if TYPE_CHECKING:
+    import uuid
     from collections.abc import Callable, Hashable
 
-    from app.api.auth import Caller
     from app.config import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class Requester(Protocol):
+    """What the limiter reads of an authenticated caller (`app.api.auth.Caller`)."""
+
+    @property
+    def is_admin(self) -> bool: ...
+
+    @property
+    def token_id(self) -> uuid.UUID | None: ...
+
+    @property
+    def token_project_id(self) -> uuid.UUID | None: ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +154,7 @@ class RateLimiter:
         }
         self._auth_failures = buckets(limits.auth_failures_per_client)
 
-    def admit(self, caller: Caller, method: str) -> None:
+    def admit(self, caller: Requester, method: str) -> None:
         """Spend this request's tokens, or raise 429 (spending none) when a bucket is empty."""
         if caller.is_admin or caller.token_id is None or caller.token_project_id is None:
             return

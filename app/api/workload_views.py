@@ -11,7 +11,7 @@ current generation that are not stored as such.
   `replica=N` shows only the N-th pod (0-based, pods in name order). `follow=true` streams
   instead: the same lines first, then each line as the container prints it, ending when every
   followed container has ended (pods not started yet are 404 until one starts). Follows are
-  counted per replica, token and project (app/api/follows.py): 429 beyond a limit.
+  counted per replica, token and project (app/streams/follows.py): 429 beyond a limit.
 - `/manifest` is the Job for the current generation exactly as aicp applies it when creating
   it: `render_job` over the stored row, so it never depends on the cluster.
 
@@ -32,8 +32,6 @@ from app.api import shutdown
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
-from app.api.follows import STATE_KEY as FOLLOWS_KEY
-from app.api.follows import Follows, OpenFollow
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.kube_objects import Manifest
@@ -49,6 +47,8 @@ from app.kube.resources import request_json
 from app.store import reconciling, workloads
 from app.store.db import Database
 from app.store.reconciling import WorkloadRow
+from app.streams.follows import STATE_KEY as FOLLOWS_KEY
+from app.streams.follows import Follows, OpenFollow
 
 DEFAULT_TAIL = 100
 MAX_TAIL = 10_000

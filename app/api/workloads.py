@@ -14,7 +14,6 @@ from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
-from app.api.subscriptions import Filters
 from app.api.watches import open_stream
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
@@ -145,14 +144,18 @@ async def list_workloads(
     project = caller.require_project()
     state = _state(state_filter)
     if watch:
-        filters = Filters(state=state, compute_pool=compute_pool)
-        return await open_stream(request, caller, db, filters, last_event_id)
+        async with db.connection() as conn:
+            view = await workloads.workload_filter(
+                conn, project.id, state=state, compute_pool=compute_pool
+            )
+        return await open_stream(request, caller, db, view, last_event_id)
     page = paging.list("workloads", project.id, state, compute_pool)
     after = page.after(cursor)
     async with db.connection() as conn:
-        items, position = await workloads.page(
-            conn, project, state=state, compute_pool=compute_pool, after=after, limit=limit
+        view = await workloads.workload_filter(
+            conn, project.id, state=state, compute_pool=compute_pool
         )
+        items, position = await workloads.page(conn, project, view, after=after, limit=limit)
     return Response(WorkloadList(items=items, next_cursor=page.next(position)))
 
 
@@ -173,7 +176,9 @@ async def watch_workload(
     name: str = NamePath,
     last_event_id: LastEventId = None,
 ) -> Response[Any]:
-    return await open_stream(request, caller, db, Filters(name=name), last_event_id)
+    return await open_stream(
+        request, caller, db, workloads.WorkloadFilter(name=name), last_event_id
+    )
 
 
 @get(

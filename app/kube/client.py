@@ -47,13 +47,15 @@ class KubeSettings:
     """How to reach the cluster. `kubeconfig` is the dev-mode fallback, used only when neither
     in-cluster configuration nor `KUBECONFIG` is available."""
 
-    kubeconfig: str | None = None
-    write_qps: float = 50.0
-    write_burst: int = 100
-    connection_pool_size: int = 64
+    # The write rate limit: the settings' (AICP_KUBE_WRITE_QPS, AICP_KUBE_WRITE_BURST).
+    write_qps: float
+    write_burst: int
     # Log follows (`logs?follow=true`) hold a connection each for as long as the container
-    # runs: they get a pool of their own, so that they can never take the reconciler's.
-    log_connection_pool_size: int = 32
+    # runs: they get a pool of their own, so that they can never take the reconciler's. As
+    # large as the replica's limit on open follows (AICP_LOG_FOLLOWS_MAX).
+    log_connection_pool_size: int
+    kubeconfig: str | None = None
+    connection_pool_size: int = 64
 
 
 class TokenBucket:
@@ -169,9 +171,8 @@ class KubeClient:
         self.writes = writes
 
     @classmethod
-    async def connect(cls, settings: KubeSettings | None = None) -> KubeClient:
+    async def connect(cls, settings: KubeSettings) -> KubeClient:
         """Load the configuration and open the client (no request is made yet)."""
-        settings = settings or KubeSettings()
         configuration = await load_configuration(settings.kubeconfig)
         configuration.connection_pool_maxsize = settings.connection_pool_size
         if configuration.proxy is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from app.backoff import Backoff
 from app.domain.kube_objects import namespace_of
 from app.domain.labels import (
     JOB_CONTROLLER_UID_LABEL,
@@ -30,7 +31,7 @@ from app.domain.labels import (
     QUEUE_NAME_LABEL,
 )
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
-from app.kube.watching import Accept, Backoff, Handler, Informer
+from app.kube.watching import Accept, Handler, Informer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -48,6 +49,12 @@ def in_managed_namespace(obj: Manifest) -> bool:
     return namespace_of(obj).startswith(NAME_PREFIX)
 
 
+#: The longest an informer waits between list/watch attempts while the API server fails: an
+#: outage ends, at most this long later every cache follows the cluster again (a handful of
+#: requests per interval per replica).
+BACKOFF_CAP_SECONDS = 5.0
+
+
 class Informers:
     """The set of informers one aicp process runs, started and stopped together.
 
@@ -57,7 +64,11 @@ class Informers:
     """
 
     def __init__(
-        self, kube: KubeClient, *, watch_timeout: float = 300.0, backoff_cap: float = 5.0
+        self,
+        kube: KubeClient,
+        *,
+        watch_timeout: float = 300.0,
+        backoff_cap: float = BACKOFF_CAP_SECONDS,
     ) -> None:
         def informer(
             resource: Resource,
@@ -72,7 +83,7 @@ class Informers:
                 accept=accept,
                 watch_timeout=watch_timeout,
                 page_size=page_size,
-                backoff=Backoff(cap=backoff_cap),
+                backoff=Backoff(0.2, backoff_cap),
             )
 
         # Jobs, Workloads and Pods carry the workload's spec (up to 256 KiB each) until they

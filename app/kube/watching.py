@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import aiohttp
 import msgspec
 
+from app.backoff import Backoff
 from app.domain.kube_objects import Key, Manifest, key_of, resource_version_of, slimmed
 from app.kube.cache import ObjectCache
 from app.kube.errors import Gone, KubeError, TooManyRequests, Unavailable, from_status, translated
@@ -67,21 +68,6 @@ EVENTS_PER_TURN = 16
 
 class WatchError(KubeError):
     """The watch stream carried something that is not a watch event."""
-
-
-class Backoff:
-    """Exponential delays with equal jitter: attempt n waits in [d/2, d], d = min(cap, first·2ⁿ)."""
-
-    def __init__(self, first: float = 0.2, cap: float = 30.0) -> None:
-        self.first, self.cap, self.attempt = first, cap, 0
-
-    def next(self) -> float:
-        ceiling = min(self.cap, self.first * 2**self.attempt)
-        self.attempt += 1
-        return float(ceiling / 2 + random.uniform(0, ceiling / 2))
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 class Informer:
@@ -113,7 +99,7 @@ class Informer:
         self.accept = accept
         self.watch_timeout = watch_timeout
         self.page_size = page_size
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or Backoff(0.2, 30.0)
         self.cache = ObjectCache()
         self.synced = asyncio.Event()
         self.resource_version: str | None = None

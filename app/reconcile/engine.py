@@ -7,11 +7,12 @@
 
 Every background task is named and held here. `start()` first expires the leases a dead
 earlier incarnation of this same instance id left behind (a container restarted under its pod
-name), then waits until the doorbell listens, so a NOTIFY committed after `start()` returns is
-heard. While the database refuses connections, start retries for up to `start_timeout`
-seconds, then raises. A supervisor watches the root tasks: if one
-ends while the engine is running (a bug — each loop handles its own errors), it stops them all
-and records the failure in `failure`; `wait_closed()` returns then.
+name), then waits until the doorbell listens (on the process's LISTEN connection, `listener`,
+which the engine does not run), so a NOTIFY committed after `start()` returns is heard. While
+the database refuses connections, start retries for up to `start_timeout` seconds, then raises.
+A supervisor watches the root tasks: if one ends while the engine is running (a bug — each
+loop handles its own errors), it stops them all and records the failure in `failure`;
+`wait_closed()` returns then.
 
 `stop(grace)`: stop taking new work (doorbell, claimer, sweeper), let steps in flight finish
 within `grace` seconds, cancel the rest, then release every held lease in one statement that
@@ -27,11 +28,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from app.backoff import Backoff
 from app.reconcile.claiming import Claimer, Sweeper
 from app.reconcile.doorbell import Doorbell
 from app.reconcile.leasing import LeaseBook, LeaseKeeper
 from app.reconcile.metrics import PrometheusObserver
-from app.reconcile.queue import Backoff, WorkQueue
+from app.reconcile.queue import WorkQueue
 from app.reconcile.workers import Workers
 from app.store import leases
 from app.store.db import UNAVAILABLE_ERRORS, ReservedPool
@@ -42,10 +44,12 @@ if TYPE_CHECKING:
     from typing import Any
     from uuid import UUID
 
+    from app.config import Settings
     from app.domain.kinds import Kind
     from app.reconcile.workers import ReconcileFn
     from app.store.db import Connection, Database
     from app.store.leases import Grant
+    from app.store.listener import Listener
 
 log = logging.getLogger(__name__)
 
@@ -78,26 +82,39 @@ class EngineConfig:
     """How one replica's engine runs (docs/DESIGN.md §9 names the environment variables)."""
 
     instance_id: str  # the lease owner; unique among running processes (a pod name)
-    dsn: str  # for the dedicated LISTEN connection
+    # The settings' (AICP_LEASE_TTL_SECONDS, AICP_SWEEP_INTERVAL_SECONDS, AICP_WORKERS).
+    lease_ttl: float
+    sweep_interval: float
+    workers: int
     # This run of the process under `instance_id`: its leases are told apart from those of a
     # dead predecessor with the same id.
     incarnation: str = field(default_factory=lambda: secrets.token_hex(8))
-    lease_ttl: float = 15.0
-    sweep_interval: float = 1.0
-    workers: int = 16
     sweep_batch: int = 100
-    probe_interval: float = 5.0
     retry_base: float = 0.05
     retry_cap: float = 60.0
     start_timeout: float = 60.0  # start retries while the database refuses, this long at most
     step_timeout: float = 120.0  # a step still running after this is cancelled and retried
+
+    @classmethod
+    def of(cls, settings: Settings) -> EngineConfig:
+        """The engine the environment sets (app/config.py states the defaults)."""
+        return cls(
+            instance_id=settings.instance_id,
+            lease_ttl=settings.lease_ttl_seconds,
+            sweep_interval=settings.sweep_interval_seconds,
+            workers=settings.workers,
+        )
 
 
 class Reconciler:
     """Runs reconcile steps for the resources this replica holds leases on."""
 
     def __init__(
-        self, db: Database, config: EngineConfig, observer: EngineObserver | None = None
+        self,
+        db: Database,
+        config: EngineConfig,
+        listener: Listener,
+        observer: EngineObserver | None = None,
     ) -> None:
         self.config = config
         self._db = db
@@ -125,13 +142,7 @@ class Reconciler:
             on_lag=self._observer.lag,
             on_replay=self._on_replay,
         )
-        self.doorbell = Doorbell(
-            config.dsn,
-            self._on_doorbell,
-            self._on_listening,
-            probe_interval=config.probe_interval,
-            application_name=f"aicp doorbell {config.instance_id}"[:63],
-        )
+        self.doorbell = Doorbell(listener, self._on_doorbell, self._on_listening)
         self.workers = Workers(
             self.queue,
             self.book,
@@ -140,7 +151,7 @@ class Reconciler:
             observer=self._observer,
             step_timeout=config.step_timeout,
         )
-        self._intake: list[asyncio.Task[None]] = []  # doorbell, claimer, sweeper
+        self._intake: list[asyncio.Task[None]] = []  # claimer, sweeper
         self._workers: list[asyncio.Task[None]] = []
         self._keeper: asyncio.Task[None] | None = None
         self._supervisor: asyncio.Task[None] | None = None
@@ -227,13 +238,12 @@ class Reconciler:
         # Open now, not on the first claim: a claim delayed by the connect could land after the
         # resource's step released the lease, and take it again.
         await self.reserved.get()
-        self._intake = [
-            self._spawn(self.doorbell.run(), "reconcile-doorbell"),
-            self._spawn(self.claimer.run(), "reconcile-claimer"),
-        ]
+        self._intake = [self._spawn(self.claimer.run(), "reconcile-claimer")]
+        await self.doorbell.open()
         try:
             await asyncio.wait_for(self.doorbell.listening.wait(), max(0.0, deadline - loop.time()))
         except TimeoutError:
+            self.doorbell.close()
             await self._cancel(self._intake)
             log.error(
                 "reconcile engine %s could not listen within %.0fs (%d failed connections)",
@@ -264,6 +274,7 @@ class Reconciler:
         while the database is unavailable."""
         loop = asyncio.get_running_loop()
         attempt = 0
+        backoff = Backoff(0.1, 2.0)
         while True:
             try:
                 released = await leases.release_predecessors(
@@ -271,7 +282,7 @@ class Reconciler:
                 )
             except UNAVAILABLE_ERRORS as exc:
                 attempt += 1
-                delay = min(2.0, self.queue.backoff.delay(attempt) + 0.1)
+                delay = backoff.delay(attempt)
                 if loop.time() + delay > deadline:
                     raise TimeoutError(f"the database stayed unavailable: {exc!r}") from exc
                 log.warning(
@@ -299,6 +310,7 @@ class Reconciler:
         if self._stopping is None:
             self._stopping = asyncio.get_running_loop().create_future()
             self._stopping.set_result(None)
+        self.doorbell.close()
         tasks = [*self._intake, *self._workers]
         tasks += [t for t in (self._keeper, self._supervisor) if t is not None]
         await self._cancel(tasks)
@@ -330,6 +342,7 @@ class Reconciler:
         await self._closed.wait()
 
     async def _stop(self, grace: float) -> None:
+        self.doorbell.close()
         await self._cancel(self._intake)
         self.queue.close()
         if self._workers:

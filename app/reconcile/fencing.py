@@ -39,10 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from uuid import UUID
 
-    import asyncpg
-
     from app.domain.kinds import Kind
-    from app.store.db import Connection, Database
+    from app.store.db import Connection, Database, Row
     from app.store.leases import ResourceKey
 
 
@@ -103,7 +101,7 @@ async def kube_fenced(fence: Fence, what: str = "Kubernetes write") -> AsyncIter
 
 async def fenced_fetch(
     conn: Connection, query: LiteralString, fence: Fence, *args: Any
-) -> list[asyncpg.Record]:
+) -> list[Row]:
     """Run a fenced query (`$1` owner, `$2` epoch, then `args`); no rows → `LeaseLost`."""
     rows = await conn.fetch(query, fence.owner, fence.epoch, *args)
     if not rows:
@@ -111,9 +109,7 @@ async def fenced_fetch(
     return rows
 
 
-async def fenced_fetchrow(
-    conn: Connection, query: LiteralString, fence: Fence, *args: Any
-) -> asyncpg.Record:
+async def fenced_fetchrow(conn: Connection, query: LiteralString, fence: Fence, *args: Any) -> Row:
     """Like `fenced_fetch` for a statement that returns one row."""
     row = await conn.fetchrow(query, fence.owner, fence.epoch, *args)
     if row is None:

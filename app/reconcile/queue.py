@@ -9,7 +9,8 @@ Contract (docs/DESIGN.md §5, the shape of client-go's workqueue):
   is called, so an event that arrived mid-step is never lost;
 - `requeue_after(key, s)` queues the key after `s` seconds unless it is queued sooner;
 - `done(key, failed=True)` queues the key after an exponential, jittered and capped backoff that
-  grows with consecutive failures; `done(key)` without failure resets the count;
+  grows with consecutive failures (`app.backoff.Backoff`); `done(key)` without failure resets
+  the count;
 - `drop(key)` forgets a key entirely (its lease moved to a peer): it leaves the ready set, its
   timer is cancelled, and a processing key is not re-run when it finishes;
 - `close()` stops handing out keys: waiting and later `get()` calls raise `QueueClosed`;
@@ -26,30 +27,17 @@ Everything runs on one event loop, so the bookkeeping needs no locks; the only a
 from __future__ import annotations
 
 import asyncio
-import random
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from app.backoff import Backoff
 
 K = TypeVar("K", bound=Hashable)
 
 
 class QueueClosed(Exception):
     """The queue was closed: no more keys will be handed out."""
-
-
-class Backoff:
-    """Exponential backoff with jitter: `base * 2**(n-1)`, times a factor in [0.5, 1.5), capped."""
-
-    def __init__(self, base: float = 0.05, cap: float = 60.0, rng: random.Random | None = None):
-        self.base = base
-        self.cap = cap
-        self._rng = rng or random.Random()
-
-    def delay(self, failures: int) -> float:
-        """Seconds to wait before the next attempt after `failures` consecutive failures (>= 1)."""
-        exp = self.base * (1 << min(max(failures, 1) - 1, 32))
-        return min(self.cap, exp * self._rng.uniform(0.5, 1.5))
 
 
 class WorkQueue(Generic[K]):
@@ -61,7 +49,7 @@ class WorkQueue(Generic[K]):
         *,
         group_of: Callable[[K], Hashable] | None = None,
     ) -> None:
-        self._backoff = self.backoff = backoff or Backoff()
+        self._backoff = self.backoff = backoff or Backoff(0.05, 60.0)
         self._group_of = group_of
         # `_ready` is the authority on what is queued; the lanes may hold stale duplicates of
         # keys that were dropped or already handed out, which `get()` skips.

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import asyncpg
 
     from app.store.db import Connection
+    from app.store.workloads import WorkloadFilter
 
 CHANNEL = "aicp_watch"
 TOKENS_CHANNEL = "aicp_tokens"
@@ -94,23 +95,23 @@ async def purge(conn: Connection, older_than_seconds: float) -> int:
 async def current_page(
     conn: Connection,
     project_id: uuid.UUID,
+    view: WorkloadFilter,
     *,
-    name: str | None,
-    state: str | None,
-    compute_pool: str | None,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
 ) -> list[asyncpg.Record]:
-    """A page of the project's workloads matching the filters, oldest first, after `after`
-    (a `(created_at, id)` of the previous page's last row); each row has its `change_id`."""
+    """A page of the project's workloads in `view`, oldest first, after `after` (a
+    `(created_at, id)` of the previous page's last row); each row has its `change_id`."""
+    if view.no_pool:
+        return []
     created_at, last_id = after or (datetime.fromtimestamp(0).astimezone(), uuid.UUID(int=0))
     return list(
         await conn.fetch(
             QUERIES["workloads_watched"],
             project_id,
-            name,
-            state,
-            compute_pool,
+            view.name,
+            view.state,
+            view.pool_id,
             created_at,
             last_id,
             limit,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import asyncpg
 import msgspec
 
+from app.backoff import Backoff
 from app.domain.errors import StoreUnavailable, UnstorableText
 from app.store.queries import QUERIES
 
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
 else:  # asyncpg's classes are not subscriptable at runtime
     Connection = asyncpg.Connection
     Pool = asyncpg.Pool
+
+#: A row as a query returns it; outside `app.store` code names it so, never asyncpg (the
+#: import-linter contract "Only the store speaks to PostgreSQL").
+Row: TypeAlias = asyncpg.Record
 
 # Errors that mean "the database is not there (or not now)" rather than "the statement is
 # wrong": the connection was refused or cut (asyncpg's `InternalClientError` when the protocol
@@ -170,6 +175,7 @@ class Database:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + retry_for
         attempt = 0
+        backoff = Backoff(0.2, 2.0)
         while True:
             try:
                 pool = await asyncpg.create_pool(
@@ -184,7 +190,7 @@ class Database:
                 )
             except UNAVAILABLE_ERRORS as exc:
                 attempt += 1
-                delay = min(2.0, 0.1 * 2**attempt)
+                delay = backoff.delay(attempt)
                 if loop.time() + delay > deadline:
                     raise StoreUnavailable(f"cannot connect to the database: {exc}") from exc
                 log.warning(

@@ -3,31 +3,49 @@
 Events (`AICP_EVENT_RETENTION_DAYS`, default 90) and tombstones (`AICP_TOMBSTONE_RETENTION_DAYS`,
 default 30) older than their retention are deleted in batches of `BATCH` rows, one short
 transaction each, so a purge never holds locks for long nor bloats one transaction; 0 days keeps
-them forever. The process's purge task calls `purge` hourly, beside the 24-hour idempotency
-keys (see docs/OPERATIONS.md "Retention").
+them forever. The process's purge task (`Purger`) calls `purge` hourly, beside the 24-hour
+idempotency keys (see docs/OPERATIONS.md "Retention"); a round that fails is logged and the next
+one tries again (the API does not depend on it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, LiteralString
 
+from app.store import idempotency
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
+    from app.config import Settings
     from app.store.db import Database
+
+log = logging.getLogger("aicp")
 
 #: Rows per purge statement.
 BATCH = 5000
+#: How often expired idempotency keys, and events and tombstones past retention, are purged.
+PURGE_INTERVAL_SECONDS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
 class Retention:
     """How many days to keep events and tombstones; 0 keeps them forever."""
 
-    event_days: int = 90
-    tombstone_days: int = 30
+    event_days: int
+    tombstone_days: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Retention:
+        """The retention the environment sets (app/config.py states the defaults)."""
+        return cls(
+            event_days=settings.event_retention_days,
+            tombstone_days=settings.tombstone_retention_days,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +78,43 @@ async def _drain(db: Database, query: LiteralString, cutoff: datetime, batch: in
         total += deleted
         if deleted < batch:
             return total
+
+
+class Purger:
+    """The process's purge task: every `interval` seconds, expired idempotency keys, then
+    events and tombstones past `retention`; from `start()` until `stop()`."""
+
+    def __init__(
+        self, db: Database, retention: Retention, *, interval: float = PURGE_INTERVAL_SECONDS
+    ) -> None:
+        self.db = db
+        self.retention = retention
+        self.interval = interval
+        self._stopping = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.task = asyncio.create_task(self.run(), name="retention-purge")
+
+    async def stop(self) -> None:
+        """Let a round under way finish, then end."""
+        self._stopping.set()
+        if self.task is not None:
+            await self.task
+
+    async def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                async with self.db.connection() as conn:
+                    keys = await idempotency.purge_expired(conn)
+                purged = await purge(self.db, self.retention)
+                log.debug(
+                    "purged %d idempotency keys, %d events, %d tombstones",
+                    keys,
+                    purged.events,
+                    purged.tombstones,
+                )
+            except Exception:  # the next round tries again; the API does not depend on it
+                log.warning("purging old rows failed", exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.interval)

@@ -10,7 +10,7 @@ that. So:
 * on the replica that revoked, the revocation holds from the next request on: the API drops
   the cache itself once the revoking transaction committed (`drop_all`), before answering;
 * on every other replica, it holds once the notification arrives (milliseconds);
-* the cache is used only while its LISTEN connection is up. When the connection is lost the
+* the cache is used only while the LISTEN connection is up. When the connection is lost the
   cache is dropped and bypassed (every request reads the database, as without a cache) until a
   new connection listens; the cache starts empty then. A notification sent while nobody
   listened can therefore never keep a revoked token alive.
@@ -19,28 +19,23 @@ A lookup that raced a change cannot store a stale answer: `generation` is read b
 database read and `put` ignores the answer if a drop happened in between. Expiry is checked on
 every hit against the token's `expires_at`. Only valid tokens are cached (a revoked, expired or
 unknown token reads the database every time), and at most `max_entries` (then the cache starts
-over). The connection is watched like the doorbell's: a termination callback (the server closed
-it) and a probe query every `probe_interval` seconds (a path that died silently: then a change
-may go unheard for up to `probe_interval + probe_timeout`, 2 s by default, before the cache is
-dropped); it reconnects with a capped, jittered backoff.
+over). The channel is heard on the process's LISTEN connection (`app.store.listener`), which
+notices a path that died silently within its probe bound (2 s by default): until then a change
+may go unheard, then the cache is dropped and bypassed until the connection is back.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-import asyncpg
-
-from app.store.queries import QUERIES
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import uuid
+
+    from app.store.listener import Channel, Listener
 
 log = logging.getLogger(__name__)
 
@@ -88,26 +83,17 @@ class RejectedTokens:
 
 
 class TokenCache:
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        max_entries: int = 10_000,
-        probe_interval: float = 1.0,
-        probe_timeout: float = 1.0,
-        application_name: str = "aicp token cache",
-    ) -> None:
-        self.dsn = dsn  # read at every (re)connect
+    """Valid project tokens in memory, live while `aicp_tokens` is heard (module docstring)."""
+
+    def __init__(self, listener: Listener, *, max_entries: int) -> None:
+        self.listener = listener
         self._entries: dict[bytes, CachedToken] = {}
         self.max_entries = max_entries
-        self.probe_interval = probe_interval
-        self.probe_timeout = probe_timeout
-        self.application_name = application_name
         self.generation = 0
         self.listening = asyncio.Event()
         self.connects = 0
         self.drops = 0
-        self.backend_pid: int | None = None
+        self._interest: Channel | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -138,61 +124,34 @@ class TokenCache:
         self.generation += 1
         self.drops += 1
 
-    async def run(self) -> None:
-        """Listen forever, reconnecting after every loss; only cancellation ends it."""
-        failures = 0
-        while True:
-            conn: asyncpg.Connection[Any] | None = None
-            try:
-                conn = await asyncpg.connect(
-                    self.dsn,
-                    timeout=self.probe_timeout * 2,
-                    server_settings={"application_name": self.application_name},
-                )
-                failures = 0
-                await self._listen(conn)
-                cause = "closed by the server"
-            except Exception as exc:
-                cause = f"{type(exc).__name__}: {exc}"
-            finally:
-                # First stop serving from memory, then forget: nothing heard from here on.
-                self.listening.clear()
-                self.drop_all()
-                self.backend_pid = None
-                if conn is not None:
-                    await _close(conn)
-            failures += 1
-            delay = min(2.0, 0.1 * 2 ** (failures - 1)) * random.uniform(0.5, 1.0)
-            log.warning(
-                "token cache connection lost or refused (%s); every request reads its token "
-                "from the database until it reconnects (in %.2fs)",
-                cause,
-                delay,
+    async def open(self) -> None:
+        """Hear `aicp_tokens`; the cache serves from memory once it is LISTENed on."""
+        if self._interest is None:
+            self._interest = await self.listener.listen(
+                CHANNEL, self._notified, on_connected=self._connected, on_lost=self._lost
             )
-            await asyncio.sleep(delay)
 
-    async def _listen(self, conn: asyncpg.Connection[Any]) -> None:
-        lost = asyncio.Event()
-        conn.add_termination_listener(lambda _conn: lost.set())
-        await conn.add_listener(CHANNEL, self._notified)
-        self.backend_pid = conn.get_server_pid()
+    def close(self) -> None:
+        """Stop hearing the channel and serving from memory; safe to call more than once."""
+        if self._interest is not None:
+            self._interest.close()
+            self._interest = None
+        self._lost()
+
+    def _connected(self) -> None:
         self.connects += 1
         self.drop_all()  # anything cached before this connection listened is not trusted
         self.listening.set()
-        while not lost.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(lost.wait(), self.probe_interval)
-                break
-            await conn.fetchval(QUERIES["ping"], timeout=self.probe_timeout)
 
-    def _notified(self, _conn: object, _pid: int, _channel: str, _payload: object) -> None:
+    def _lost(self) -> None:
+        # First stop serving from memory, then forget: nothing heard from here on.
+        if self.listening.is_set():
+            log.warning(
+                "token cache not listening; every request reads its token from the database "
+                "until the LISTEN connection is back"
+            )
+        self.listening.clear()
         self.drop_all()
 
-
-async def _close(conn: asyncpg.Connection[Any]) -> None:
-    if conn.is_closed():
-        return
-    try:
-        await asyncio.wait_for(conn.close(), 2.0)
-    except Exception:  # already broken: drop it without the goodbye
-        conn.terminate()
+    def _notified(self, _payload: str) -> None:
+        self.drop_all()

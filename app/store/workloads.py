@@ -12,7 +12,8 @@ not locked: a project with a pool cannot be deleted, and the pool is locked.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -156,27 +157,64 @@ async def get_id(conn: Connection, project: ProjectScope, name: str) -> uuid.UUI
 PAGE_BOUND = ByteBound("row_bytes", 2 << 20)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkloadFilter:
+    """Which of a project's workloads a list or a stream shows: one name, one state, one pool
+    (by id). The list (`page`), a stream's first page (`app.store.changes.current_page`) and a
+    stream's live changes (`match`) all filter through it. `no_pool`: the pool asked for does
+    not exist in the project, so no workload is in it."""
+
+    name: str | None = None
+    state: str | None = None
+    pool_id: uuid.UUID | None = None
+    no_pool: bool = False
+
+    def match(self, row: Any) -> bool:
+        """Whether a `workloads` row, or a change row of the log, is in this view."""
+        if self.no_pool:
+            return False
+        if self.name is not None and row["name"] != self.name:
+            return False
+        if self.state is not None and row["state"] != self.state:
+            return False
+        return self.pool_id is None or row["pool_id"] == self.pool_id
+
+
+async def workload_filter(
+    conn: Connection,
+    project_id: uuid.UUID,
+    *,
+    name: str | None = None,
+    state: str | None = None,
+    compute_pool: str | None = None,
+) -> WorkloadFilter:
+    """The filter of a request: the pool named `compute_pool` resolved to its id."""
+    if compute_pool is None:
+        return WorkloadFilter(name=name, state=state)
+    pool_id = await conn.fetchval(QUERIES["pool_id_by_name"], project_id, compute_pool)
+    return WorkloadFilter(name=name, state=state, pool_id=pool_id, no_pool=pool_id is None)
+
+
 async def page(
     conn: Connection,
     project: ProjectScope,
+    view: WorkloadFilter,
     *,
-    state: str | None,
-    compute_pool: str | None,
     after: Position | None,
     limit: int,
 ) -> tuple[list[WorkloadResource], Position | None]:
-    """Up to `limit` workloads older than `after`, newest first, optionally filtered by state
-    and pool name, and the next page's position (None on the last page)."""
-    if compute_pool is None:
+    """Up to `limit` workloads older than `after`, newest first, in `view` (by state and pool;
+    a list has no name filter), and the next page's position (None on the last page)."""
+    if view.no_pool:
+        return [], None  # no such pool in the project: no workload is in it
+    state, pool_id = view.state, view.pool_id
+    if pool_id is None:
         query, args = (
             (QUERIES["list_workloads"], [project.id])
             if state is None
             else (QUERIES["list_workloads_in_state"], [project.id, state])
         )
     else:
-        pool_id = await conn.fetchval(QUERIES["pool_id_by_name"], project.id, compute_pool)
-        if pool_id is None:
-            return [], None  # no such pool in the project: no workload is in it
         query, args = (
             (QUERIES["list_workloads_in_pool"], [project.id, pool_id])
             if state is None

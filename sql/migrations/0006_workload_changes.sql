@@ -1,5 +1,5 @@
 -- 0006: the change log behind the live streams (`.../workloads/{name}/watch`,
--- `.../workloads?watch=true`; app/api/changefeed.py).
+-- `.../workloads?watch=true`; app/streams/changefeed.py).
 --
 -- Every committed change of what a watcher sees of a workload (spec and generation, state,
 -- reason, observed facts: admission, nodes, accelerator evidence; the deletion request; the
@@ -13,7 +13,7 @@
 -- `change_id` order; changes of different workloads may commit out of order (a gap below a
 -- visible id is a transaction still in flight, or one that rolled back). The reader delivers in
 -- `change_id` order and waits at a gap until it fills or its transaction is known to have
--- ended (app/api/changefeed.py).
+-- ended (app/streams/changefeed.py).
 
 CREATE TABLE workload_changes (
     change_id           bigserial PRIMARY KEY,
@@ -36,7 +36,7 @@ CREATE TABLE workload_changes (
 -- Resuming a project's stream (the list watch) or one workload's (the watch, by name).
 CREATE INDEX workload_changes_by_project ON workload_changes (project_id, change_id);
 
--- Which replicas have open streams on which projects (app/api/changefeed.py renews its rows
+-- Which replicas have open streams on which projects (app/streams/changefeed.py renews its rows
 -- every few seconds while it has subscribers). A change rings `aicp_watch` only when its
 -- project is watched somewhere: a NOTIFY-bearing commit takes a cluster-wide lock, so changes
 -- nobody watches must not pay for it (DESIGN.md §5).

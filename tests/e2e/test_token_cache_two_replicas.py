@@ -73,11 +73,13 @@ async def test_a_replica_whose_cache_stopped_listening_reads_every_token_from_th
 
     # b's listener is cut and cannot come back (its next connects are refused): whatever it
     # misses from now on, it must not answer from memory.
-    listening_dsn, connects = cache.dsn, cache.connects
-    cache.dsn = "postgresql://postgres@127.0.0.1:9/none"
+    listener = b.service.listener
+    assert listener is not None
+    listening_dsn, connects = listener.dsn, cache.connects
+    listener.dsn = "postgresql://postgres@127.0.0.1:9/none"
     admin = await asyncpg.connect(database_url)
     try:
-        await admin.execute("SELECT pg_terminate_backend($1)", cache.backend_pid)
+        await admin.execute("SELECT pg_terminate_backend($1)", listener.backend_pid)
     finally:
         await admin.close()
     await wait_until(lambda: not cache.listening.is_set(), timeout=5)
@@ -88,7 +90,7 @@ async def test_a_replica_whose_cache_stopped_listening_reads_every_token_from_th
     assert len(cache) == 0  # bypassed: nothing served from, or stored in, memory
 
     # Back: it listens again, empty, and caches again.
-    cache.dsn = listening_dsn
+    listener.dsn = listening_dsn
     await wait_until(lambda: cache.connects > connects and cache.listening.is_set(), timeout=10)
     assert await _status(b, revoked) == 401
     assert await _status(b, kept) == 200

@@ -253,7 +253,7 @@ async def test_the_listener_cut_again_right_after_each_reconnect_never_stops_the
     at once, at whatever step of LISTEN it was — while b accepts deletions of a's workloads.
     a's engine lives through it, and every deletion is acted on."""
     a, b, answers, names, ids = await _running_on_a(replica, db, min(BURST, 20))
-    listener = "application_name = 'aicp doorbell replica-a'"
+    listener = "application_name = 'aicp listener replica-a'"
     storm = asyncio.create_task(_storm(db, listener, seconds=4.0, every=0.02))
     await wait_until(lambda: _no_listener(db, listener), timeout=5, interval=0.005)
     for name in names:

@@ -17,6 +17,7 @@ import pytest
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store.db import Database
 from tests.faults.processes import PgProxy
+from tests.support.listening import listening
 from tests.support.waiting import wait_until
 
 
@@ -24,16 +25,21 @@ async def test_an_engine_that_cannot_reach_the_database_in_time_fails_its_start(
     proxy: PgProxy, database_url: str
 ) -> None:
     db = await Database.connect(proxy.url_for(database_url), size=2)
-    engine = Reconciler(
-        db, EngineConfig("replica-a", proxy.url_for(database_url), start_timeout=2.0)
-    )
-    try:
-        await proxy.refuse()
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(engine.start(), 10)
-    finally:
-        await engine.halt()
-        await db.close()
+    async with listening(proxy.url_for(database_url)) as listener:
+        engine = Reconciler(
+            db,
+            EngineConfig(
+                "replica-a", lease_ttl=15.0, sweep_interval=1.0, workers=4, start_timeout=2.0
+            ),
+            listener,
+        )
+        try:
+            await proxy.refuse()
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(engine.start(), 10)
+        finally:
+            await engine.halt()
+            await db.close()
 
 
 # --- Every refusal, at the TCP level or answered by the server -------------------------------
@@ -199,24 +205,27 @@ async def test_an_engine_starting_while_the_database_refuses_waits_for_it(
 ) -> None:
     made, url = refusal
     db = await Database.connect(url, size=2)
-    engine = Reconciler(db, EngineConfig("replica-a", url))
-    try:
-        await made.refuse()
-        assert await _refused_sqlstate(url) == made.sqlstate  # the server's own answer
-        starting = asyncio.create_task(engine.start())
-        await wait_until(
-            lambda: "database unavailable" in caplog.text or starting.done(), timeout=10
+    async with listening(url) as listener:
+        engine = Reconciler(
+            db, EngineConfig("replica-a", lease_ttl=15.0, sweep_interval=1.0, workers=4), listener
         )
-        assert not starting.done()  # refused, and still trying
-        await made.accept()
-        reopened = time.monotonic()
-        await asyncio.wait_for(starting, 30)
-        assert await engine.readiness() is None
-        assert time.monotonic() - reopened < 5.0
-    finally:
-        await made.accept()
-        await engine.stop(grace=1.0)
-        await db.close()
+        try:
+            await made.refuse()
+            assert await _refused_sqlstate(url) == made.sqlstate  # the server's own answer
+            starting = asyncio.create_task(engine.start())
+            await wait_until(
+                lambda: "database unavailable" in caplog.text or starting.done(), timeout=10
+            )
+            assert not starting.done()  # refused, and still trying
+            await made.accept()
+            reopened = time.monotonic()
+            await asyncio.wait_for(starting, 30)
+            assert await engine.readiness() is None
+            assert time.monotonic() - reopened < 5.0
+        finally:
+            await made.accept()
+            await engine.stop(grace=1.0)
+            await db.close()
 
 
 async def test_the_pool_opening_while_the_database_refuses_waits_for_it(

@@ -107,7 +107,12 @@ async def start_service(
     }
     service = Service(
         service_settings(database_url, **options),
-        kube_settings=KubeSettings(kubeconfig=str(kubeconfig), write_qps=1000, write_burst=1000),
+        kube_settings=KubeSettings(
+            kubeconfig=str(kubeconfig),
+            write_qps=1000,
+            write_burst=1000,
+            log_connection_pool_size=32,
+        ),
     )
     observer = KubeClient(api_client_for(cluster), TokenBucket(1000.0, 1000))
     try:

@@ -1,4 +1,4 @@
-"""The limits on open log follows (app/api/follows.py)."""
+"""The limits on open log follows (app/streams/follows.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from app.api.follows import FollowLimits, Follows
 from app.domain.errors import TooManyStreams
+from app.streams.follows import FollowLimits, Follows
 
 
 def test_follows_are_limited_per_token_per_project_and_per_replica() -> None:

@@ -20,7 +20,7 @@ class Clock:
 
 
 async def test_a_task_that_raises_fails_the_process_naming_the_part_and_the_error() -> None:
-    supervisor = Supervisor()
+    supervisor = Supervisor(recovery_seconds=60.0)
 
     async def broken() -> None:
         raise RuntimeError("listen socket closed")
@@ -42,7 +42,7 @@ async def test_a_task_that_raises_fails_the_process_naming_the_part_and_the_erro
     ],
 )
 async def test_a_task_that_ends_without_an_error_fails_too(end: str, expected: str) -> None:
-    supervisor = Supervisor()
+    supervisor = Supervisor(recovery_seconds=60.0)
     release = asyncio.Event()
 
     async def loop() -> None:
@@ -60,7 +60,7 @@ async def test_a_task_that_ends_without_an_error_fails_too(end: str, expected: s
 
 
 async def test_an_explanation_is_added_to_a_task_that_ends_quietly() -> None:
-    supervisor = Supervisor()
+    supervisor = Supervisor(recovery_seconds=60.0)
     closed = asyncio.Event()
     closed.set()
 
@@ -73,7 +73,7 @@ async def test_an_explanation_is_added_to_a_task_that_ends_quietly() -> None:
 
 
 async def test_only_the_first_failure_is_kept() -> None:
-    supervisor = Supervisor()
+    supervisor = Supervisor(recovery_seconds=60.0)
 
     supervisor.fail("the Job informer failed: OSError()")
     supervisor.fail("the HTTP server ended")
@@ -83,7 +83,7 @@ async def test_only_the_first_failure_is_kept() -> None:
 
 
 async def test_nothing_that_ends_after_stop_is_a_failure() -> None:
-    supervisor = Supervisor()
+    supervisor = Supervisor(recovery_seconds=60.0)
     release = asyncio.Event()
 
     async def loop() -> None:

@@ -12,10 +12,11 @@ import pytest
 
 from app.domain.kube_objects import Manifest
 from app.kube.apply import apply
-from app.kube.client import KubeClient, KubeSettings
+from app.kube.client import KubeClient
 from app.kube.resources import Resource, request_json
 from app.kube.watching import EventType, Informer
 from kubesim import Cluster
+from tests.support.kube_settings import client_settings
 
 
 class Recorder:
@@ -95,7 +96,7 @@ async def _client(cluster: Cluster, path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     cluster.write_kubeconfig(path)
-    return await KubeClient.connect(KubeSettings(kubeconfig=str(path)))
+    return await KubeClient.connect(client_settings(str(path)))
 
 
 @pytest.fixture

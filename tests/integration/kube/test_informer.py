@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+from app.backoff import Backoff
 from app.kube.apply import apply, delete
 from app.kube.client import KubeClient
 from app.kube.metrics import WATCH_RESTARTS
 from app.kube.resources import JOBS, request_json
-from app.kube.watching import Backoff, Informer
+from app.kube.watching import Informer
 from tests.integration.kube.conftest import Recorder, SimControl, job_manifest
 from tests.support.waiting import wait_until
 
@@ -21,7 +22,7 @@ def managed_jobs(kube: KubeClient, *, watch_timeout: float = 300.0) -> Informer:
         JOBS,
         label_selector=MANAGED,
         watch_timeout=watch_timeout,
-        backoff=Backoff(first=0.05, cap=0.5),
+        backoff=Backoff(0.05, 0.5),
     )
 
 

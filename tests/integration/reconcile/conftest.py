@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -12,6 +13,7 @@ import pytest
 
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store.db import Database
+from tests.support.listening import listening
 
 
 @pytest.fixture
@@ -26,26 +28,35 @@ EngineFactory = Callable[..., Awaitable[Reconciler]]
 
 @pytest.fixture
 async def start_engine(db: Database, database_url: str) -> AsyncIterator[EngineFactory]:
-    """Start engines (replicas) sharing the test database; each is stopped at teardown."""
+    """Start engines (replicas) sharing the test database, each with its own LISTEN connection
+    (`dsn`, `probe_interval`: the listener's); each is stopped at teardown."""
     engines: list[Reconciler] = []
+    async with contextlib.AsyncExitStack() as listeners:
 
-    async def start(name: str = "replica-a", **overrides: object) -> Reconciler:
-        settings: dict[str, object] = {
-            "instance_id": f"{name}-{uuid.uuid4().hex[:6]}",
-            "dsn": database_url,
-            "lease_ttl": 2.0,
-            "sweep_interval": 0.2,
-            "workers": 4,
-            "probe_interval": 0.5,
-            "retry_base": 0.05,
-            "retry_cap": 1.0,
-        }
-        settings.update(overrides)
-        engine = Reconciler(db, EngineConfig(**settings))  # type: ignore[arg-type]
-        engines.append(engine)
-        await engine.start()
-        return engine
+        async def start(
+            name: str = "replica-a",
+            *,
+            dsn: str = database_url,
+            probe_interval: float = 0.5,
+            **overrides: object,
+        ) -> Reconciler:
+            settings: dict[str, object] = {
+                "instance_id": f"{name}-{uuid.uuid4().hex[:6]}",
+                "lease_ttl": 2.0,
+                "sweep_interval": 0.2,
+                "workers": 4,
+                "retry_base": 0.05,
+                "retry_cap": 1.0,
+            }
+            settings.update(overrides)
+            listener = await listeners.enter_async_context(
+                listening(dsn, probe_interval=probe_interval)
+            )
+            engine = Reconciler(db, EngineConfig(**settings), listener)  # type: ignore[arg-type]
+            engines.append(engine)
+            await engine.start()
+            return engine
 
-    yield start
-    for engine in engines:
-        await engine.stop(grace=1.0)
+        yield start
+        for engine in engines:
+            await engine.stop(grace=1.0)

@@ -174,7 +174,12 @@ async def running_stack(
     )
     service = Service(
         settings,
-        kube_settings=KubeSettings(kubeconfig=str(kubeconfig), write_qps=1000.0, write_burst=1000),
+        kube_settings=KubeSettings(
+            kubeconfig=str(kubeconfig),
+            write_qps=1000.0,
+            write_burst=1000,
+            log_connection_pool_size=32,
+        ),
     )
     observer = KubeClient(api_client_for(cluster), TokenBucket(1000.0, 1000))
     await service.start()

@@ -67,7 +67,9 @@ async def test_zero_days_keeps_them_forever(db: Database) -> None:
 async def test_a_purge_larger_than_one_batch_drains_in_batches(db: Database) -> None:
     await _events(db, [100] * 7 + [1])
 
-    purged = await retention.purge(db, Retention(event_days=90), now=NOW, batch=3)
+    purged = await retention.purge(
+        db, Retention(event_days=90, tombstone_days=30), now=NOW, batch=3
+    )
 
     assert purged.events == 7
     assert await _ages(db, "events", "at") == [1]

@@ -4,8 +4,6 @@ not store what it read."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
 
@@ -14,18 +12,18 @@ import pytest
 from app.store import projects, tokens
 from app.store.db import Database
 from app.store.token_cache import CachedToken, TokenCache
+from tests.support.listening import listening
 from tests.support.waiting import wait_until
 
 
 @pytest.fixture
 async def cache(database_url: str) -> AsyncIterator[TokenCache]:
-    running = TokenCache(database_url)
-    task = asyncio.create_task(running.run())
-    await wait_until(running.listening.is_set, timeout=5)
-    yield running
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    async with listening(database_url) as listener:
+        running = TokenCache(listener, max_entries=10_000)
+        await running.open()
+        await wait_until(running.listening.is_set, timeout=5)
+        yield running
+        running.close()
 
 
 async def _valid_token(db: Database) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.kube.client import KubeClient, KubeConfigError, KubeSettings
+from app.kube.client import KubeClient, KubeConfigError
+from tests.support.kube_settings import client_settings
 
 
 def kubeconfig(path: Path, server: str) -> Path:
@@ -36,7 +37,7 @@ async def test_the_explicit_kubeconfig_is_used_when_nothing_else_is_configured(
     tmp_path: Path,
 ) -> None:
     explicit = kubeconfig(tmp_path / "dev", "http://127.0.0.1:7001")
-    async with await KubeClient.connect(KubeSettings(kubeconfig=str(explicit))) as kube:
+    async with await KubeClient.connect(client_settings(str(explicit))) as kube:
         assert kube.host == "http://127.0.0.1:7001"
 
 
@@ -45,7 +46,7 @@ async def test_kubeconfig_from_the_environment_wins_over_the_dev_mode_file(
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path / "env", "http://10.0.0.1:6443")))
     explicit = kubeconfig(tmp_path / "dev", "http://127.0.0.1:7001")
-    async with await KubeClient.connect(KubeSettings(kubeconfig=str(explicit))) as kube:
+    async with await KubeClient.connect(client_settings(str(explicit))) as kube:
         assert kube.host == "http://10.0.0.1:6443"
 
 
@@ -54,10 +55,10 @@ async def test_a_kubeconfig_variable_naming_no_file_falls_back_to_the_dev_mode_f
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     explicit = kubeconfig(tmp_path / "dev", "http://127.0.0.1:7001")
-    async with await KubeClient.connect(KubeSettings(kubeconfig=str(explicit))) as kube:
+    async with await KubeClient.connect(client_settings(str(explicit))) as kube:
         assert kube.host == "http://127.0.0.1:7001"
 
 
 async def test_no_configuration_at_all_is_a_clear_error() -> None:
     with pytest.raises(KubeConfigError, match="no Kubernetes configuration"):
-        await KubeClient.connect(KubeSettings())
+        await KubeClient.connect(client_settings(None))

@@ -1,4 +1,4 @@
-"""The adapter's pure pieces: error translation, the write limiter, backoff, the indexed cache."""
+"""The adapter's pure pieces: error translation, the write limiter, the indexed cache."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from app.kube.errors import (
     Unavailable,
     from_status,
 )
-from app.kube.watching import Backoff
 
 
 def status(code: int, reason: str, message: str, **details: object) -> bytes:
@@ -89,16 +88,6 @@ async def test_the_write_limiter_allows_a_burst_then_holds_writes_to_its_rate() 
 def test_the_write_limiter_refuses_a_nonsense_rate() -> None:
     with pytest.raises(ValueError, match="rate"):
         TokenBucket(rate=0, burst=1)
-
-
-def test_backoff_grows_with_jitter_up_to_its_cap_and_resets() -> None:
-    backoff = Backoff(first=0.1, cap=1.0)
-    delays = [backoff.next() for _ in range(8)]
-    assert 0.05 <= delays[0] <= 0.1
-    assert 0.1 <= delays[1] <= 0.2
-    assert all(0.5 <= d <= 1.0 for d in delays[4:])
-    backoff.reset()
-    assert backoff.next() <= 0.1
 
 
 def job(name: str, uid: str | None, namespace: str = "aicp-p") -> dict[str, object]:

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from app.reconcile.queue import Backoff, QueueClosed, WorkQueue
+from app.backoff import Backoff
+from app.reconcile.queue import QueueClosed, WorkQueue
 from tests.support.waiting import wait_until
 
 

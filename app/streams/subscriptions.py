@@ -1,5 +1,8 @@
-"""One open stream's side of the change feed (`app.api.changefeed`): what it shows, what it
+"""One open stream's side of the change feed (`app.streams.changefeed`): what it shows, what it
 has shown, its unsent frames, and the SSE frames themselves.
+
+A subscription knows its feed only through `Feed` (the feed's position, and a count of the
+events queued); its limits are its own fields, set by the feed that registers it.
 
 A `Subscription` is registered before its first objects are read; until `go_live` the changes
 offered to it are kept aside, then considered in order. Considering a change: skip it if the
@@ -14,7 +17,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -25,13 +28,25 @@ if TYPE_CHECKING:
     import uuid
     from datetime import datetime
 
-    import asyncpg
-
-    from app.api.changefeed import ChangeFeed
+    from app.store.db import Row
+    from app.store.workloads import WorkloadFilter
 
 log = logging.getLogger("aicp.streams")
 
 HEARTBEAT = b": heartbeat\n\n"
+
+
+class Feed(Protocol):
+    """What a subscription reads of the feed that offers it changes."""
+
+    @property
+    def position(self) -> int:
+        """Every change numbered up to it has been offered (and none will appear below it)."""
+        ...
+
+    def queued(self) -> None:
+        """One event was queued to a stream (the feed counts them)."""
+        ...
 
 
 class Change:
@@ -39,7 +54,7 @@ class Change:
 
     __slots__ = ("_frames", "_resource", "deleted", "id", "name", "number", "row")
 
-    def __init__(self, row: asyncpg.Record, project: str) -> None:
+    def __init__(self, row: Row, project: str) -> None:
         self.row = row
         self.number: int = row["change_id"]
         self.id: uuid.UUID = row["id"]
@@ -77,34 +92,20 @@ def position_frame(number: int) -> bytes:
     return b": heartbeat\nid: %d\n\n" % number
 
 
-@dataclass(frozen=True)
-class Filters:
-    name: str | None = None
-    state: str | None = None
-    compute_pool: str | None = None
-
-    def match(self, row: asyncpg.Record | Any) -> bool:
-        if self.name is not None and row["name"] != self.name:
-            return False
-        if self.state is not None and row["state"] != self.state:
-            return False
-        return self.compute_pool is None or (row["spec"] or {}).get("compute_pool") == (
-            self.compute_pool
-        )
-
-
 @dataclass(eq=False)
 class Subscription:
     """One open stream: what it shows, what it has shown, and its unsent frames."""
 
-    feed: ChangeFeed
+    feed: Feed
     project_id: uuid.UUID
     project: str
-    filters: Filters
+    filters: WorkloadFilter
     token: str  # the caller's identity (`admin`, `token:<id>`): the per-token limit counts it
     token_id: uuid.UUID | None
     expires_at: datetime | None
     registered_at: int  # the feed's position at registration: later changes are offered
+    buffer_bytes: int  # unsent live frames beyond this close the stream (its client is slow)
+    early_limit: int  # changes kept aside before `go_live`, at most (then the stream closes)
     resumed_from: int | None = None
     shown: dict[uuid.UUID, int] = field(default_factory=dict)  # workload → newest number shown
     ids_from: int = 0  # frames carry `id` from this number on (everything before is shown)
@@ -136,7 +137,7 @@ class Subscription:
             return
         if not self._live:
             self._early.append(change)
-            if len(self._early) > self.feed.config.batch * 20:
+            if len(self._early) > self.early_limit:
                 self.close("slow")
             return
         if change.number <= self.registered_at or (
@@ -176,14 +177,14 @@ class Subscription:
 
     def _push(self, frame: bytes) -> None:
         # Only live frames count against the buffer: what a resume replays (at most
-        # MAX_REPLAY changes, app.api.watches) is read and sent a PAGE_BYTES page at a time,
+        # MAX_REPLAY changes, app.streams.opening) is read and sent a PAGE_BYTES page at a time,
         # each page sent before the next is read.
-        if self._live and self._queued + len(frame) > self.feed.config.buffer_bytes:
+        if self._live and self._queued + len(frame) > self.buffer_bytes:
             STREAM_DROPS.labels("slow").inc()
             log.info("dropping a slow stream of project %s (%s)", self.project, self.token)
             self.close("slow", dropped=True)
             return
-        self.feed.delivered += 1
+        self.feed.queued()
         self.push_initial(frame)
 
     def push_initial(self, frame: bytes) -> None:

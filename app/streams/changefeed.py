@@ -1,13 +1,13 @@
 """The change feed: one reader of the workload change log per process, fanned out in memory to
-every open stream (`app.api.watches`).
+every open stream (`app.streams.opening`).
 
 How a change reaches a stream
 -----------------------------
 A workload write commits its change row (migration 0006: numbered while the row is locked) and,
 if some replica has streams on that project (`stream_interest`), a NOTIFY on `aicp_watch`. The
-reconciler's LISTEN connection (the doorbell's, `Doorbell.also_listen`)
-calls `wake()`; the feed reads the rows after its position in one query and offers each change
-to the subscriptions of its project. Nothing is read per stream: 1,000 streams cost one query.
+process's LISTEN connection (`app.store.listener`) calls `wake()`; the feed reads the rows
+after its position in one query and offers each change to the subscriptions of its project.
+Nothing is read per stream: 1,000 streams cost one query.
 
 Order and gaps. Change numbers are handed out before commit, so a read may see number N+1
 while N is still in flight. The feed delivers strictly in number order: at a gap it stops and
@@ -47,18 +47,20 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.api.subscriptions import Change, Filters, Subscription
+from app.backoff import Backoff
 from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
 from app.store.db import UNAVAILABLE_ERRORS
+from app.streams.subscriptions import Change, Subscription
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    import asyncpg
-
-    from app.store.db import Database
+    from app.config import Settings
+    from app.store.db import Database, Row
+    from app.store.listener import Channel, Listener
+    from app.store.workloads import WorkloadFilter
 
 log = logging.getLogger("aicp.streams")
 
@@ -69,13 +71,15 @@ _OUTAGE: tuple[type[BaseException], ...] = (StoreUnavailable, *UNAVAILABLE_ERROR
 
 @dataclass(frozen=True)
 class FeedConfig:
+    """How the feed runs: the settings' (`AICP_STREAM_*`, `AICP_STREAMS_*`), then its own."""
+
     replica: str
-    heartbeat_seconds: float = 15.0
-    max_streams: int = 2000
-    max_per_token: int = 50
-    max_per_project: int = 2000  # a project's share of `max_streams` (Settings: 500)
-    buffer_bytes: int = 1 << 20
-    history_seconds: float = 3600.0
+    heartbeat_seconds: float
+    max_streams: int
+    max_per_token: int
+    max_per_project: int  # a project's share of `max_streams`
+    buffer_bytes: int
+    history_seconds: float
     poll_interval: float = 2.0
     interest_ttl: float = 30.0
     token_check_interval: float = 5.0
@@ -83,13 +87,28 @@ class FeedConfig:
     gap_retry: float = 0.005
     gap_limit_seconds: float = 30.0
 
+    @classmethod
+    def of(cls, settings: Settings) -> FeedConfig:
+        """The feed the environment sets (app/config.py states the defaults)."""
+        return cls(
+            replica=settings.instance_id,
+            heartbeat_seconds=settings.stream_heartbeat_seconds,
+            max_streams=settings.streams_max,
+            max_per_token=settings.streams_per_token,
+            max_per_project=settings.streams_per_project,
+            buffer_bytes=settings.stream_buffer_bytes,
+            history_seconds=settings.stream_history_seconds,
+        )
+
 
 class ChangeFeed:
     """The process's reader of the change log and its subscriptions (see the module docstring)."""
 
-    def __init__(self, db: Database, config: FeedConfig) -> None:
+    def __init__(self, db: Database, config: FeedConfig, listener: Listener) -> None:
         self.db = db
         self.config = config
+        self.listener = listener
+        self._interests: list[Channel] = []
         self.position = 0
         self.delivered = 0  # events queued to streams, ever
         self._by_project: dict[uuid.UUID, set[Subscription]] = {}
@@ -107,6 +126,10 @@ class ChangeFeed:
     def open_streams(self) -> int:
         return self._count
 
+    def queued(self) -> None:
+        """One event was queued to a stream (`Subscription`'s view of the feed)."""
+        self.delivered += 1
+
     @property
     def tasks(self) -> list[asyncio.Task[None]]:
         """The reader and upkeep loops (the process supervisor watches them)."""
@@ -121,6 +144,10 @@ class ChangeFeed:
             newest, _ = await changes.newest_and_oldest(conn)
         self.position = max(0, newest - self.config.batch)
         await self._read()
+        self._interests = [
+            await self.listener.listen(changes.CHANNEL, self.wake, on_connected=self.wake),
+            await self.listener.listen(changes.TOKENS_CHANNEL, self.token_revoked),
+        ]
         self._tasks = [
             asyncio.create_task(self._read_loop(), name="changefeed-reader"),
             asyncio.create_task(self._upkeep_loop(), name="changefeed-upkeep"),
@@ -129,6 +156,9 @@ class ChangeFeed:
         self._started = True
 
     async def stop(self) -> None:
+        for interest in self._interests:
+            interest.close()
+        self._interests = []
         self.close_all("the server is shutting down")
         for task in self._tasks:
             task.cancel()
@@ -171,7 +201,7 @@ class ChangeFeed:
         self,
         project_id: uuid.UUID,
         project: str,
-        filters: Filters,
+        filters: WorkloadFilter,
         *,
         token: str,
         token_id: uuid.UUID | None,
@@ -208,6 +238,8 @@ class ChangeFeed:
             token_id,
             expires_at,
             registered_at=self.position,
+            buffer_bytes=self.config.buffer_bytes,
+            early_limit=self.config.batch * 20,
         )
         self._by_project.setdefault(project_id, set()).add(sub)
         self._per_token[token] = self._per_token.get(token, 0) + 1
@@ -260,6 +292,7 @@ class ChangeFeed:
 
     async def _read_loop(self) -> None:
         failures = 0
+        backoff = Backoff(0.2, 5.0)
         while True:
             timeout = self._next_read_in()
             with contextlib.suppress(TimeoutError):
@@ -275,7 +308,7 @@ class ChangeFeed:
                     exc,
                     failures,
                 )
-                await asyncio.sleep(min(5.0, 0.1 * 2**failures))
+                await asyncio.sleep(backoff.delay(failures))
 
     def _next_read_in(self) -> float | None:
         if self._gaps:
@@ -314,7 +347,7 @@ class ChangeFeed:
             self._gaps.pop(number, None)
         return False
 
-    def _offer(self, row: asyncpg.Record) -> None:
+    def _offer(self, row: Row) -> None:
         subs = self._by_project.get(row["project_id"])
         if not subs:
             return

@@ -1,0 +1,60 @@
+"""A stream filtered by compute pool: its first page, its live changes and a resume all go by
+the pool a workload is in (its id), as the list does, not by a name in the spec's JSON."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from tests.integration.api.pool_workload_setup import (
+    WORKLOADS,
+    create_pool,
+    create_workload,
+    project_with_pool,
+)
+from tests.support.api_client import Api
+from tests.support.sse import open_stream
+
+pytestmark = pytest.mark.timeout(30)
+
+OTHER_POOL = "a100-pool"
+
+
+@pytest.fixture
+async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(database_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def test_a_pool_filtered_list_watch_and_list_show_the_same_workloads(api: Api) -> None:
+    await project_with_pool(api)
+    await create_pool(api, OTHER_POOL)
+    await create_workload(api, "in-h100")
+    await create_workload(api, "in-a100", compute_pool=OTHER_POOL)
+    listed = await api.client.get(WORKLOADS, params={"compute_pool": OTHER_POOL})
+    assert [w["name"] for w in listed.json()["items"]] == ["in-a100"]
+    params = {"watch": "true", "compute_pool": OTHER_POOL}
+    async with open_stream(api.client, WORKLOADS, params=params) as stream:
+        first = await stream.next()
+        assert (first.type, first.object["name"]) == ("ADDED", "in-a100")
+        await create_workload(api, "later-h100")
+        await create_workload(api, "later-a100", compute_pool=OTHER_POOL)
+        live = await stream.next()
+        assert (live.type, live.object["name"]) == ("ADDED", "later-a100")
+
+
+async def test_every_change_in_the_log_names_its_pool_by_id(
+    api: Api, sql: asyncpg.Connection
+) -> None:
+    await project_with_pool(api)
+    await create_workload(api, "a")
+    rows = await sql.fetch(
+        "SELECT c.pool_id, w.pool_id AS current FROM workload_changes c"
+        " JOIN workloads w ON w.id = c.id"
+    )
+    assert rows and all(r["pool_id"] == r["current"] is not None for r in rows)
