@@ -9,6 +9,7 @@ one generation are never merged into another's (invariant 6).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -97,7 +98,8 @@ def observe(
     queue = informers.cluster_queues.get(None, cluster_queue_name(row.project, row.pool))
     snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
     context = context_for(spec, accelerator_resource=row.accelerator_resource, pool=snapshot)
-    return classify(job, kueue_workload, pods, informers.nodes.list(), context=context)
+    nodes = informers.nodes.list()
+    return classify(job, kueue_workload, pods, nodes, context=context, now=datetime.now(UTC))
 
 
 def evidence_settled(ctx: StepContext, job: Manifest) -> bool:

@@ -35,7 +35,7 @@ async def test_pods_no_node_can_take_say_so_and_the_binding_waits_for_them(stack
 
     workload = await wait_until(says_why, timeout=20, message="an unschedulable reason")
     assert workload["status"]["state"] == "ADMITTED"
-    assert "replace the workload" in workload["status"]["reason"]
+    assert "submit it again (`aicp delete workload <name>`" in workload["status"]["reason"]
 
     refused = await stack.http.put(f"/api/v1/accelerator-bindings/{CLASS}", json=binding(RIGHT))
     assert refused.status_code == 409, refused.text
