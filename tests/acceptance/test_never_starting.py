@@ -42,6 +42,7 @@ async def test_an_image_that_cannot_be_pulled_fails_at_the_start_deadline_and_fr
     assert [(e["type"], e["reason"]) for e in events if e["type"] == "Failed"] == [
         ("Failed", "StartDeadlineExceeded")
     ]
+    assert "Started" not in [e["type"] for e in events]
 
     await scenario.wait_state("next", "RUNNING", "SUCCEEDED", timeout=60)
 

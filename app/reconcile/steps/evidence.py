@@ -212,7 +212,11 @@ def milestones(old: WorkloadState, new: Classification) -> list[tuple[EventType,
         where = f" in cluster queue {admission.cluster_queue}" if admission else ""
         flavor = f" on flavor {admission.flavor}" if admission and admission.flavor else ""
         events.append((EventType.ADMITTED, f"Kueue admitted the workload{where}{flavor}."))
-    ran = state == WorkloadState.RUNNING or new.evidence.started_at is not None
+    # `started_at` is the Job's start (Kueue unsuspended it); a workload failed at its start
+    # deadline has one, but no pod of it ever ran.
+    ran = state == WorkloadState.RUNNING or (
+        new.evidence.started_at is not None and not new.start_deadline_passed
+    )
     if before < _RANK[WorkloadState.RUNNING] <= after and ran:
         started = new.reason if state == WorkloadState.RUNNING else "The workload's pods started."
         events.append((EventType.STARTED, started))
