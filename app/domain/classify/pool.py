@@ -94,12 +94,15 @@ def no_node_for_flavor(
     when a node does (or the flavor selects no labels, so any node will do)."""
     if not node_labels:
         return None
-    wanted = node_labels.items()
-    for node in nodes:
-        labels = field(node, "metadata", "labels") or {}
-        if all(labels.get(key) == value for key, value in wanted):
+    wanted = sorted(node_labels.items())
+    for node in nodes:  # every node, on each look while none matches: kept plain and fast
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        for key, value in wanted:
+            if labels.get(key) != value:
+                break
+        else:
             return None
-    shown = ", ".join(f"{key}={value}" for key, value in sorted(wanted))
+    shown = ", ".join(f"{key}={value}" for key, value in wanted)
     label = "label" if len(node_labels) == 1 else "labels"
     return (
         f"No node has the node {label} of flavor {flavor} ({shown}), so the pods of workloads "
