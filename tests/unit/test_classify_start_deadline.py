@@ -7,6 +7,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.domain.states import WorkloadState
 from tests.support.kube_builders import JobBuilder, make_job
@@ -133,3 +135,20 @@ def test_a_workload_that_started_or_holds_no_quota_is_not_failed_by_the_start_de
 
     assert not result.start_deadline_passed
     assert result.state != WorkloadState.FAILED or "start deadline" not in result.reason
+
+
+@given(
+    deadline=st.integers(min_value=1, max_value=30 * 86400),
+    elapsed=st.integers(min_value=0, max_value=31 * 86400),
+)
+def test_a_never_started_workload_fails_exactly_when_its_deadline_has_passed(
+    deadline: int, elapsed: int
+) -> None:
+    scenario = make_job(start_deadline_seconds=deadline).admitted().image_pull_backoff().build()
+
+    result = scenario.classify(now=ADMITTED_AT + timedelta(seconds=elapsed))
+
+    passed = elapsed >= deadline
+    assert result.start_deadline_passed is passed
+    assert result.state == (WorkloadState.FAILED if passed else WorkloadState.ADMITTED)
+    assert (result.start_deadline is None) is passed
