@@ -14,6 +14,8 @@ queues behind reconcile steps for a connection.
 would be that one is a reserved name (`app.domain.naming.reserved_project_problem`).
 `AICP_STREAM_*` and `AICP_STREAMS_*` set the live streams (`app.streams.changefeed.FeedConfig`).
 `AICP_TOKENS_PER_PROJECT` (1000) caps a project's live tokens (`app.store.tokens`).
+`AICP_WORKLOAD_START_DEADLINE_SECONDS` (3600) is the start deadline of a workload whose spec
+names none (`start_deadline_seconds`, filled in on submission by `app.api.workloads`).
 `AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
 (`app.api.http_limits.HttpLimits`).
 `AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
+from app.domain.specs import DEFAULT_START_DEADLINE_SECONDS, MAX_START_DEADLINE_SECONDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -181,6 +184,7 @@ class Settings:
     log_follows_per_token: int = 4
     log_follows_per_project: int = 8
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    workload_start_deadline_seconds: int = DEFAULT_START_DEADLINE_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -339,6 +343,12 @@ class Settings:
                 DEFAULT_INSTALL_NAMESPACE,
                 _namespace,
                 "a namespace name (a DNS-1123 label of at most 63 characters)",
+            ),
+            workload_start_deadline_seconds=read(
+                "AICP_WORKLOAD_START_DEADLINE_SECONDS",
+                DEFAULT_START_DEADLINE_SECONDS,
+                _int_between(1, MAX_START_DEADLINE_SECONDS),
+                f"a number of seconds between 1 and {MAX_START_DEADLINE_SECONDS}",
             ),
         )
         if not dev_mode:

@@ -155,6 +155,7 @@ class Service:
                 rate_limits=RateLimits.of(settings),
                 follow_limits=FollowLimits.of(settings),
                 install_namespace=settings.install_namespace,
+                workload_start_deadline_seconds=settings.workload_start_deadline_seconds,
             )
             self.app = create_app(deps)
             await self._start_http()

@@ -38,6 +38,7 @@ from app.api.ratelimit import RateLimiter
 from app.api.validation import MAX_BODY_BYTES
 from app.config import DEFAULT_TOKENS_PER_PROJECT
 from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
+from app.domain.specs import DEFAULT_START_DEADLINE_SECONDS
 from app.store.token_cache import RejectedTokens
 from app.streams import follows
 
@@ -81,6 +82,8 @@ class ApiDependencies:
     follow_limits: FollowLimits | None = None
     # The namespace aicp runs in: the project name that maps onto it is reserved.
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
+    # The start deadline filled into a workload spec that names none.
+    workload_start_deadline_seconds: int = DEFAULT_START_DEADLINE_SECONDS
 
 
 def _resource_routes() -> list[Any]:
@@ -154,6 +157,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         None if deps.follow_limits is None else follows.Follows(deps.follow_limits)
     )
     app.state["install_namespace"] = deps.install_namespace
+    app.state[workloads.START_DEADLINE_KEY] = deps.workload_start_deadline_seconds
     describe_components(app)
     return app
 

@@ -3,6 +3,7 @@ every member of the project reads. Reads come from PostgreSQL, never from the cl
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Request, Response, delete, get, post, put
 from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
 
@@ -44,6 +45,19 @@ PoolFilter = Annotated[
 ]
 
 
+#: `app.state` key of the start deadline filled into a spec that names none.
+START_DEADLINE_KEY = "workload_start_deadline_seconds"
+
+
+def with_start_deadline(request: Request[Any, Any, Any], spec: WorkloadSpec) -> WorkloadSpec:
+    """`spec` with the installation's start deadline when it names none: the stored spec (and
+    GET) shows the deadline in effect, which a later change of the setting does not move."""
+    if spec.start_deadline_seconds is not None:
+        return spec
+    default: int = request.app.state[START_DEADLINE_KEY]
+    return msgspec.structs.replace(spec, start_deadline_seconds=default)
+
+
 def workload_location(project: str, name: str) -> str:
     return f"/api/v1/projects/{project}/workloads/{name}"
 
@@ -79,6 +93,7 @@ async def create_workload(
     idempotency_key_header: IdempotencyKey = None,
 ) -> Response[bytes]:
     raise_violations(check_workload(data))
+    data = with_start_deadline(request, data)
     project = caller.require_project()
     lease = CreateLease(request)
 
@@ -221,6 +236,7 @@ async def replace_workload(
     if data.name != name:
         violations.insert(0, ("name", f"must be the name in the path ({name!r})"))
     raise_violations(violations)
+    data = with_start_deadline(request, data)
     if_match = expected_generation(request)
     async with db.transaction() as conn:
         replaced = await workloads.replace(

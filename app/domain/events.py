@@ -47,3 +47,4 @@ class EventReason(enum.StrEnum):
     QUEUES_RESTORED = "QueuesRestored"
     JOB_RECREATED = "JobRecreated"
     JOB_REJECTED = "JobRejected"
+    START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"

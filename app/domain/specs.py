@@ -22,6 +22,9 @@ ENV_KEY_PATTERN = whole("[A-Za-z_][A-Za-z0-9_]*")
 #: No whitespace and no control character (image references).
 PRINTABLE_PATTERN = whole("[^\\s\\x00-\\x1f\\x7f-\\x9f]+")
 RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
+#: The start deadline of a workload whose spec names none (`AICP_WORKLOAD_START_DEADLINE_SECONDS`).
+DEFAULT_START_DEADLINE_SECONDS = 3600
+MAX_START_DEADLINE_SECONDS = 30 * 86400
 
 ProjectName = Annotated[
     str,
@@ -197,6 +200,19 @@ class WorkloadSpec(_Body):
     memory: Quantity = "1Gi"
     replicas: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
     max_runtime_seconds: Annotated[int, msgspec.Meta(ge=60, le=30 * 86400)] = 86400
+    start_deadline_seconds: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=1,
+                le=MAX_START_DEADLINE_SECONDS,
+                description="seconds the workload may hold its quota without a pod having "
+                "started, counted from its admission; past it the workload fails and frees the "
+                "quota. Absent or null: the installation's default, filled in on submission",
+            ),
+        ]
+        | None
+    ) = None
     retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
     priority: Priority = "normal"
     labels: Annotated[dict[str, str], msgspec.Meta(max_length=16)] = {}

@@ -142,7 +142,8 @@ async def create(
                 FieldError(
                     "accelerator_class",
                     f"no accelerator binding {body.accelerator_class!r} exists; the platform "
-                    "admin creates it with PUT /api/v1/accelerator-bindings/{accelerator_class}",
+                    f"admin creates it (`aicp create binding {body.accelerator_class} ...`, or "
+                    f"PUT /api/v1/accelerator-bindings/{body.accelerator_class})",
                 )
             ]
         ) from exc

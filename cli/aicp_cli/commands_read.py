@@ -159,6 +159,12 @@ def describe(ctx: click.Context, resource: str, name: str) -> None:
     _describe(found, events)
 
 
+def _start_deadline(seconds: Any) -> str:
+    if seconds is None:
+        return "none (submitted before start deadlines existed)"
+    return f"{seconds} s after admission"
+
+
 def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
     spec, status = w.get("spec") or {}, w.get("status") or {}
     lines: list[tuple[str, Any]] = [
@@ -185,6 +191,7 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
             ),
             ("CPU / memory", f"{spec.get('cpu')} / {spec.get('memory')} per replica"),
             ("Max runtime", f"{spec.get('max_runtime_seconds')} s"),
+            ("Start deadline", _start_deadline(spec.get("start_deadline_seconds"))),
             ("Retries", spec.get("retries")),
             ("Priority", spec.get("priority")),
             ("Env", ", ".join(f"{k}={v}" for k, v in (spec.get("env") or {}).items()) or "-"),

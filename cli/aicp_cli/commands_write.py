@@ -91,6 +91,7 @@ RUN_OPTIONS = {
     "memory": "--memory",
     "replicas": "--replicas",
     "max_runtime_seconds": "--max-runtime",
+    "start_deadline_seconds": "--start-deadline",
     "retries": "--retries",
     "priority": "--priority",
 }
@@ -118,6 +119,13 @@ RUN_OPTIONS = {
 )
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="A label (repeat).")
 @click.option("--max-runtime", "max_runtime", type=int, help="Seconds before it is stopped.")
+@click.option(
+    "--start-deadline",
+    "start_deadline",
+    type=int,
+    help="Seconds after admission it may wait for a pod to start before it fails "
+    "(default: the installation's).",
+)
 @click.option("--retries", type=int, help="Retries of a failed pod.")
 @click.option("--priority", type=click.Choice(["low", "normal", "high"]))
 @click.option("-w", "--wait", "wait_for", is_flag=True, help="Then wait until it has finished.")
@@ -135,6 +143,7 @@ def run(
     env: tuple[str, ...],
     labels: tuple[str, ...],
     max_runtime: int | None,
+    start_deadline: int | None,
     retries: int | None,
     priority: str | None,
     wait_for: bool,
@@ -157,6 +166,7 @@ def run(
         body["command"], body["args"] = [command[0]], list(command[1:])
     for key, value in (
         ("max_runtime_seconds", max_runtime),
+        ("start_deadline_seconds", start_deadline),
         ("retries", retries),
         ("priority", priority),
     ):

@@ -38,6 +38,9 @@ KIND_NAMES = {
     "acceleratorbinding": "AcceleratorBinding",
     "binding": "AcceleratorBinding",
 }
+#: The spec field whose default is the installation's (AICP_WORKLOAD_START_DEADLINE_SECONDS),
+#: filled in by the server: a file that omits it compares equal to any stored value.
+SERVER_DEFAULTED = "start_deadline_seconds"
 #: The workload spec's defaults (docs/API.md), so a file that omits them compares equal.
 WORKLOAD_DEFAULTS: dict[str, Any] = {
     "command": [],
@@ -138,6 +141,10 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
             return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
         wanted = {**WORKLOAD_DEFAULTS, **doc.body}
         stored = current.get("spec") or {}
+        if wanted.get(SERVER_DEFAULTED) is None:
+            # The server filled in its own default: a file that names none asks for just that.
+            stored = {k: v for k, v in stored.items() if k != SERVER_DEFAULTED}
+            wanted.pop(SERVER_DEFAULTED, None)
         if _same(stored, wanted):
             return Plan(doc, "unchanged", None, one, None, "")
         return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, name))

@@ -141,6 +141,7 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_KUBE_WRITE_QPS": "50",
         "AICP_KUBE_WRITE_BURST": "100",
         "AICP_TOKENS_PER_PROJECT": "1000",
+        "AICP_WORKLOAD_START_DEADLINE_SECONDS": "3600",
         "AICP_HTTP_MAX_HEAD_BYTES": "65536",
         "AICP_HTTP_MAX_REQUEST_LINE_BYTES": "8192",
         "AICP_HTTP_MAX_HEADERS": "100",

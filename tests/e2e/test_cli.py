@@ -239,6 +239,33 @@ async def test_apply_creates_then_leaves_alone_then_replaces_and_dry_run_changes
     assert (await running_service.workload(PROJECT, "w") or {})["generation"] == 2
 
 
+async def test_the_start_deadline_is_set_by_run_shown_by_describe_and_kept_by_apply(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    await setup_pool(running_service)
+    cli = admin_cli(running_service, tmp_path)
+    run = await cli.run(
+        "run", "--pool", "h100-pool", "--image", "i", "--name", "quick", "--start-deadline", "90",
+        "--env", "KUBESIM_RUN_SECONDS=60", "--", "python", "train.py",
+    )  # fmt: skip
+    assert run.out == "workload/quick created\n", run.err
+    described = await cli.run("describe", "workload", "quick")
+    assert "Start deadline" in described.out and "90 s after admission" in described.out
+    shown = await cli.run("get", "workload", "quick", "-o", "json")
+    assert json.loads(shown.out)["spec"]["start_deadline_seconds"] == 90
+
+    # A file that names no start deadline gets the installation's, and applying it again
+    # leaves it alone; naming one replaces it.
+    spec = "name: w\ncompute_pool: h100-pool\nimage: busybox\nenv: {KUBESIM_RUN_SECONDS: '60'}\n"
+    (tmp_path / "w.yaml").write_text(spec)
+    assert (await cli.run("apply", "-f", "w.yaml")).out == "workload/w created\n"
+    assert "3600 s after admission" in (await cli.run("describe", "workload", "w")).out
+    assert (await cli.run("apply", "-f", "w.yaml")).out == "workload/w unchanged\n"
+    (tmp_path / "w.yaml").write_text(spec + "start_deadline_seconds: 600\n")
+    assert (await cli.run("apply", "-f", "w.yaml")).out == "workload/w replaced\n"
+    assert "600 s after admission" in (await cli.run("describe", "workload", "w")).out
+
+
 async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_timeout(
     running_service: RunningService, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from app.domain.classify import Classification, classify
 from app.domain.classify.evidence import ClassifyContext, PoolSnapshot, context_for
@@ -35,6 +36,9 @@ from tests.support.kube_objects import (
     terminated_state,
 )
 
+if TYPE_CHECKING:
+    from datetime import datetime
+
 __all__ = ["JobBuilder", "Scenario", "make_job", "make_node"]
 
 
@@ -48,8 +52,10 @@ class Scenario:
     nodes: list[Obj]
     context: ClassifyContext
 
-    def classify(self) -> Classification:
-        return classify(self.job, self.workload, self.pods, self.nodes, context=self.context)
+    def classify(self, now: datetime | None = None) -> Classification:
+        return classify(
+            self.job, self.workload, self.pods, self.nodes, context=self.context, now=now
+        )
 
 
 @dataclass
@@ -353,6 +359,7 @@ def make_job(
     replicas: int = 1,
     retries: int = 0,
     max_runtime_seconds: int = 86400,
+    start_deadline_seconds: int | None = None,
     generation: int = 1,
 ) -> JobBuilder:
     """A JobBuilder for workload `workload`, as created by aicp (suspended, not admitted)."""
@@ -366,6 +373,7 @@ def make_job(
         replicas=replicas,
         retries=retries,
         max_runtime_seconds=max_runtime_seconds,
+        start_deadline_seconds=start_deadline_seconds,
     )
     uid = hashlib.sha1(f"{project}/{workload}".encode()).hexdigest()
     uid = f"{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:32]}"

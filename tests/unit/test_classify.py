@@ -175,7 +175,8 @@ CASES = [
         "Admitted, but no node carries the labels of the pool's accelerator flavor (the "
         "scheduler says: 0/2 nodes are available: 2 node(s) didn't match Pod's node "
         "affinity/selector); if the accelerator binding's node labels changed since admission, "
-        "replace the workload (PUT) so it is admitted with the current ones.",
+        "submit it again (`aicp delete workload <name>`, then `aicp apply -f <file>`; or PUT "
+        "of the same spec) so it is admitted with the current ones.",
         id="unschedulable-by-node-labels-says-no-node-matches-the-flavor",
     ),
     pytest.param(

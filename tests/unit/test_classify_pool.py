@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.domain.classify.pool import PoolUsage, classify_pool, pool_snapshot
+from app.domain.classify.pool import PoolUsage, classify_pool, no_node_for_flavor, pool_snapshot
 from app.domain.render import PoolIdentity, render_cluster_queue
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState
@@ -129,3 +129,58 @@ def test_the_snapshot_has_nominal_quota_and_usage_per_resource() -> None:
         "nvidia.com/gpu": Decimal(8),
     }
     assert (snapshot.workloads_admitted, snapshot.workloads_pending) == (1, 2)
+
+
+# --- a flavor whose node labels no node carries ---------------------------------------------
+
+H100_LABELS = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"}
+
+
+def _node(name: str, **labels: str) -> dict[str, Any]:
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+
+def test_a_flavor_no_node_carries_all_the_labels_of_degrades_the_pool_and_names_them() -> None:
+    nodes = [
+        _node("gpu-node-0", **{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}),
+        _node("gpu-node-1", **{"nvidia.com/gpu.count": "8"}),
+    ]
+
+    no_node = no_node_for_flavor("h100-80g", H100_LABELS, nodes)
+    state, reason, _ = classify_pool(_cluster_queue(), no_node=no_node)
+
+    assert state == ResourceState.DEGRADED
+    assert reason == (
+        "No node has the node labels of flavor h100-80g (nvidia.com/gpu.count=8, "
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3), so the pods of workloads admitted to "
+        "this pool cannot be scheduled; label the nodes that have these accelerators, or "
+        "correct the accelerator binding's node_labels."
+    )
+
+
+@pytest.mark.parametrize(
+    ("labels", "nodes"),
+    [
+        pytest.param(H100_LABELS, [_node("gpu-node-0", **H100_LABELS, extra="x")], id="a-match"),
+        pytest.param({}, [], id="no-labels-any-node-will-do"),
+    ],
+)
+def test_a_flavor_a_node_matches_leaves_the_pool_ready(
+    labels: dict[str, str], nodes: list[dict[str, Any]]
+) -> None:
+    no_node = no_node_for_flavor("h100-80g", labels, nodes)
+
+    assert no_node is None
+    assert classify_pool(_cluster_queue(), no_node=no_node).state == ResourceState.READY
+
+
+def test_kueue_calling_the_queue_inactive_is_reported_before_the_nodes() -> None:
+    no_node = no_node_for_flavor("h100-80g", H100_LABELS, [])
+
+    state, reason, _ = classify_pool(
+        _cluster_queue(active="False", message="Can't admit new workloads: FlavorNotFound"),
+        no_node=no_node,
+    )
+
+    assert state == ResourceState.DEGRADED
+    assert "FlavorNotFound" in reason

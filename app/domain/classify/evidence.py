@@ -74,6 +74,7 @@ class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
     retries: int = 0
     image: str = ""
     max_runtime_seconds: int = 86400
+    start_deadline_seconds: int | None = None
     pool: PoolSnapshot | None = None
 
 
@@ -91,6 +92,7 @@ def context_for(
         retries=spec.retries,
         image=spec.image,
         max_runtime_seconds=spec.max_runtime_seconds,
+        start_deadline_seconds=spec.start_deadline_seconds,
         pool=pool,
     )
 

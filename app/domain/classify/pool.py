@@ -5,12 +5,15 @@
 `pool_snapshot` gives workload classification the numbers a "waiting for quota" reason needs.
 Both are pure functions of the ClusterQueue dict (v1beta2: `status.flavorsUsage`,
 `status.admittedWorkloads`, `status.pendingWorkloads`, condition `Active`).
+`no_node_for_flavor` reads the nodes: a flavor whose node labels no node carries leaves the
+pool DEGRADED even while Kueue calls its queue active (Kueue admits on quota alone, and the
+pods of what it admits would never schedule).
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from app.domain.classify.evidence import PoolSnapshot
 from app.domain.conditions import KueueCondition
@@ -18,6 +21,9 @@ from app.domain.kube_objects import KubeObject, condition, field, name_of
 from app.domain.pool_resources import PoolUsage
 from app.domain.quantity import QuantityError, parse_quantity
 from app.domain.states import ResourceState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 _BASE_RESOURCES = ("cpu", "memory")
 
@@ -81,10 +87,38 @@ def _workloads(count: int) -> str:
     return f"{count} workload" if count == 1 else f"{count} workloads"
 
 
+def no_node_for_flavor(
+    flavor: str, node_labels: Mapping[str, str], nodes: Iterable[KubeObject]
+) -> str | None:
+    """The DEGRADED reason of a pool whose flavor's node labels no node carries all of; None
+    when a node does (or the flavor selects no labels, so any node will do)."""
+    if not node_labels:
+        return None
+    wanted = sorted(node_labels.items())
+    for node in nodes:  # every node, on each look while none matches: kept plain and fast
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        for key, value in wanted:
+            if labels.get(key) != value:
+                break
+        else:
+            return None
+    shown = ", ".join(f"{key}={value}" for key, value in wanted)
+    label = "label" if len(node_labels) == 1 else "labels"
+    return (
+        f"No node has the node {label} of flavor {flavor} ({shown}), so the pods of workloads "
+        "admitted to this pool cannot be scheduled; label the nodes that have these "
+        "accelerators, or correct the accelerator binding's node_labels."
+    )
+
+
 def classify_pool(
-    cluster_queue: KubeObject | None, *, resource_name: str | None = None
+    cluster_queue: KubeObject | None,
+    *,
+    resource_name: str | None = None,
+    no_node: str | None = None,
 ) -> PoolClassification:
-    """READY while Kueue reports the ClusterQueue `Active`, DEGRADED when it says it is not.
+    """READY while Kueue reports the ClusterQueue `Active`, DEGRADED when it says it is not,
+    or when `no_node` (`no_node_for_flavor`'s reason) says no node can run its pods.
 
     PENDING while the queue does not exist or Kueue has not reported on it yet. The
     accelerator resource defaults to the queue's one non-cpu, non-memory covered resource.
@@ -108,6 +142,8 @@ def classify_pool(
         message = str(active.get("message") or active.get("reason") or "no reason given")
         reason = f"The pool cannot admit workloads: {message.rstrip('.')}."
         return PoolClassification(ResourceState.DEGRADED, reason, usage)
+    if no_node is not None:
+        return PoolClassification(ResourceState.DEGRADED, no_node, usage)
     quota = int(snapshot.quota.get(resource, Decimal(0)))
     reason = (
         f"Ready: {usage.accelerators_admitted} of {quota} {resource} in use by "

@@ -42,6 +42,14 @@ _EVICTED_BECAUSE: dict[str, str] = {
     KueueReason.MAXIMUM_EXECUTION_TIME_EXCEEDED: "it ran past its maximum execution time",
 }
 
+#: How a user submits a changed spec again, in CLI and API terms alike.
+APPLY_AGAIN = "apply the workload again (`aicp apply -f <file>`, or PUT of its spec)"
+#: How a user submits an unchanged spec again (`aicp apply` leaves an identical one alone).
+SUBMIT_AGAIN = (
+    "submit it again (`aicp delete workload <name>`, then `aicp apply -f <file>`; or PUT of "
+    "the same spec)"
+)
+
 
 def sentence(text: str) -> str:
     """`text` with exactly one closing full stop."""
@@ -208,8 +216,8 @@ def admitted(cluster_queue: str | None, flavor: str | None, starting: int) -> st
     return sentence(f"Admitted{queue}{where}; {doing}")
 
 
-def unschedulable(context: ClassifyContext, message: str) -> str:
-    """Which resource no node had (from the scheduler's `Insufficient <resource>`)."""
+def _unschedulable_parts(context: ClassifyContext, message: str) -> tuple[str, str, str]:
+    """(what no node had, the scheduler's words, advice) from the scheduler's message."""
     short = [m.rstrip(".") for m in _INSUFFICIENT.findall(message)]
     advice = ""
     if short:
@@ -220,8 +228,8 @@ def unschedulable(context: ClassifyContext, message: str) -> str:
         # Kueue copies the flavor's node labels into the pods when it admits them; pods
         # admitted before the flavor changed keep the old ones and never schedule by themselves.
         advice = (
-            "; if the accelerator binding's node labels changed since admission, replace the "
-            "workload (PUT) so it is admitted with the current ones"
+            "; if the accelerator binding's node labels changed since admission, "
+            f"{SUBMIT_AGAIN} so it is admitted with the current ones"
         )
     elif "taint" in message:
         lack = "every node has a taint the pod does not tolerate"
@@ -229,15 +237,71 @@ def unschedulable(context: ClassifyContext, message: str) -> str:
         lack = "no node can run a pod"
     # Drop the scheduler's preemption post-scriptum; the first part says what was missing.
     said = message.split(" preemption:")[0].rstrip(".")
+    return lack, said, advice
+
+
+def unschedulable(context: ClassifyContext, message: str) -> str:
+    """Which resource no node had (from the scheduler's `Insufficient <resource>`)."""
+    lack, said, advice = _unschedulable_parts(context, message)
     return sentence(f"Admitted, but {lack} (the scheduler says: {said}){advice}")
+
+
+def _until(context: ClassifyContext) -> str:
+    """What ends a workload that never starts."""
+    if context.start_deadline_seconds is None:
+        return (
+            f"The workload keeps waiting until its maximum runtime of "
+            f"{duration(context.max_runtime_seconds)} ends it"
+        )
+    return (
+        f"It fails, freeing its quota, if it has not started "
+        f"{duration(context.start_deadline_seconds)} after admission (its start deadline)"
+    )
 
 
 def image_not_pulled(image: str, why: str, context: ClassifyContext) -> str:
     return sentence(
         f"The image {image} could not be pulled ({why}); check its name and tag and that the "
-        f"cluster may pull it. The workload keeps waiting until its maximum runtime of "
-        f"{duration(context.max_runtime_seconds)} ends it"
+        f"cluster may pull it. {_until(context)}"
     )
+
+
+def _not_started(context: ClassifyContext, cause: str, advice: str) -> str:
+    limit = duration(context.start_deadline_seconds or 0)
+    return sentence(
+        f"Did not start within its start deadline of {limit} after admission: {cause}. The "
+        f"workload failed and its quota was released; {advice}"
+    )
+
+
+def _said(why: str, message: str) -> str:
+    return f"{why}: {message.rstrip('.')}" if message else why
+
+
+def start_deadline_image(context: ClassifyContext, image: str, why: str, message: str) -> str:
+    """Failed at the start deadline: the image could not be pulled (the kubelet's words)."""
+    cause = f"the image {image} could not be pulled ({_said(why, message)})"
+    return _not_started(context, cause, f"fix the image and {APPLY_AGAIN}")
+
+
+def start_deadline_container(context: ClassifyContext, why: str, message: str) -> str:
+    """Failed at the start deadline: the container could not be created."""
+    cause = f"its container could not be created ({_said(why, message)})"
+    return _not_started(context, cause, f"fix the spec and {APPLY_AGAIN}")
+
+
+def start_deadline_unschedulable(context: ClassifyContext, message: str) -> str:
+    """Failed at the start deadline: no node could hold a pod (the scheduler's words)."""
+    lack, said, _ = _unschedulable_parts(context, message)
+    cause = f"{lack} (the scheduler says: {said})"
+    return _not_started(context, cause, f"once a node can hold its pods, {SUBMIT_AGAIN}")
+
+
+def start_deadline_waiting(context: ClassifyContext, starting: int) -> str:
+    """Failed at the start deadline for no reason the pods show (still starting, or none)."""
+    cause = f"{_plural(starting, 'pod')} still starting" if starting else "no pod started"
+    advice = f"if it needs longer to start, raise `start_deadline_seconds` and {APPLY_AGAIN}"
+    return _not_started(context, cause, advice)
 
 
 def container_not_created(why: str, message: str) -> str:

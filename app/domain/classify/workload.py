@@ -10,7 +10,9 @@ step only when the ones before did not:
 4. Job `SuccessCriteriaMet` / `FailureTarget` (decided, pods still stopping) → RUNNING;
    a pod running → RUNNING (pods are the truth even before the Workload cache catches up);
 5. quota reserved / admitted, or the Job unsuspended by Kueue → ADMITTED, explained by what
-   holds the pods back (image pull, unschedulable, container config);
+   holds the pods back (image pull, unschedulable, container config); past its start deadline
+   (`start_deadline.py`) with no pod ever started → FAILED, explained by the same evidence,
+   with `start_deadline_passed` set: aicp ends it, the Job is still live;
 6. otherwise QUEUED, explained by Kueue's `QuotaReserved=False` message and the pool numbers.
 
 Only the final Job conditions (`Complete`, `Failed`) end a workload: `SuccessCriteriaMet` and
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from app.domain.classify import reasons
 from app.domain.classify.evidence import ClassifyContext, Evidence, gather_evidence
+from app.domain.classify.start_deadline import start_deadline
 from app.domain.conditions import (
     DEADLINE_EXCEEDED,
     EvictionCause,
@@ -55,6 +58,7 @@ from app.domain.states import WorkloadState
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
+    from datetime import datetime
 
 __all__ = ["Classification", "ClassifyContext", "Evidence", "classify"]
 
@@ -70,6 +74,12 @@ class Classification(NamedTuple):
     #: another workload, or evicted for another cause. Events are chosen from it, never from
     #: the words of `reason`.
     cause: EvictionCause | None = None
+    #: Set when aicp itself fails the workload because its start deadline passed: its Job is
+    #: still live (not `Failed`), and the workload step deletes it to free the quota.
+    start_deadline_passed: bool = False
+    #: When the start deadline of an ADMITTED workload passes (None: none applies), so the
+    #: step looks again then.
+    start_deadline: datetime | None = None
 
 
 class _Decided(NamedTuple):
@@ -106,13 +116,13 @@ def _memory_limit(pod: KubeObject, context: ClassifyContext) -> str:
         return str(raw)
 
 
-def _image_pull(pods: list[KubeObject], context: ClassifyContext) -> tuple[str, str] | None:
-    """(image, waiting reason) of the first pod that cannot pull its image."""
+def _image_pull(pods: list[KubeObject], context: ClassifyContext) -> tuple[str, str, str] | None:
+    """(image, waiting reason, its message) of the first pod that cannot pull its image."""
     for pod in pods:
         waiting = waiting_reason(pod)
         if waiting and waiting[0] in _IMAGE_PULL:
             image = field(main_container(pod), "image") or context.image
-            return str(image), waiting[0]
+            return str(image), waiting[0], waiting[1]
     return None
 
 
@@ -193,6 +203,24 @@ def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Eviden
     )
 
 
+def _never_started(pods: list[KubeObject], context: ClassifyContext) -> str:
+    """Why a workload failed at its start deadline: what held its pods back, as `_admitted`
+    reads it, in the words of the kubelet or the scheduler."""
+    pulled = _image_pull(pods, context)
+    if pulled:
+        return reasons.start_deadline_image(context, *pulled)
+    for pod in pods:
+        waiting = waiting_reason(pod)
+        if waiting and waiting[0] in _CONTAINER_CONFIG:
+            return reasons.start_deadline_container(context, *waiting)
+    for pod in pods:
+        message = unschedulable_message(pod)
+        if message:
+            return reasons.start_deadline_unschedulable(context, message)
+    starting = sum(1 for pod in pods if phase(pod) == PodPhase.PENDING)
+    return reasons.start_deadline_waiting(context, starting)
+
+
 def _queued(workload: KubeObject | None, context: ClassifyContext) -> str:
     reserved = condition(workload, KueueCondition.QUOTA_RESERVED)
     if reserved is None or reserved.get("status") != "False":
@@ -210,12 +238,14 @@ def classify(
     nodes: Iterable[KubeObject],
     *,
     context: ClassifyContext,
+    now: datetime | None = None,
 ) -> Classification:
     """The state, reason and evidence of one workload generation (see the module docstring).
 
     `job` is the Job of the current generation (None when there is none), `kueue_workload`
     Kueue's Workload for it, `pods` the pods labelled for this workload (pods of any other
-    Job uid are ignored), `nodes` all nodes (only those running our pods are read).
+    Job uid are ignored), `nodes` all nodes (only those running our pods are read). `now` is
+    the time the start deadline is compared with (None: it is not checked).
     """
     mine = pods_of_job(job, pods)
     node_index = index_by_name(nodes)
@@ -269,5 +299,12 @@ def classify(
         or field(job, "spec", "suspend") is False
     )
     if admitted:
-        return Classification(WorkloadState.ADMITTED, _admitted(live, context, evidence), evidence)
+        deadline = start_deadline(job, mine, evidence, context)
+        if deadline is not None and now is not None and now >= deadline:
+            reason = _never_started(live, context)
+            return Classification(
+                WorkloadState.FAILED, reason, evidence, start_deadline_passed=True
+            )
+        reason = _admitted(live, context, evidence)
+        return Classification(WorkloadState.ADMITTED, reason, evidence, start_deadline=deadline)
     return Classification(WorkloadState.QUEUED, _queued(kueue_workload, context), evidence)

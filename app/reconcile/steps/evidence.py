@@ -9,6 +9,7 @@ one generation are never merged into another's (invariant 6).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -97,7 +98,8 @@ def observe(
     queue = informers.cluster_queues.get(None, cluster_queue_name(row.project, row.pool))
     snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
     context = context_for(spec, accelerator_resource=row.accelerator_resource, pool=snapshot)
-    return classify(job, kueue_workload, pods, informers.nodes.list(), context=context)
+    nodes = informers.nodes.list()
+    return classify(job, kueue_workload, pods, nodes, context=context, now=datetime.now(UTC))
 
 
 def evidence_settled(ctx: StepContext, job: Manifest) -> bool:
@@ -210,7 +212,11 @@ def milestones(old: WorkloadState, new: Classification) -> list[tuple[EventType,
         where = f" in cluster queue {admission.cluster_queue}" if admission else ""
         flavor = f" on flavor {admission.flavor}" if admission and admission.flavor else ""
         events.append((EventType.ADMITTED, f"Kueue admitted the workload{where}{flavor}."))
-    ran = state == WorkloadState.RUNNING or new.evidence.started_at is not None
+    # `started_at` is the Job's start (Kueue unsuspended it); a workload failed at its start
+    # deadline has one, but no pod of it ever ran.
+    ran = state == WorkloadState.RUNNING or (
+        new.evidence.started_at is not None and not new.start_deadline_passed
+    )
     if before < _RANK[WorkloadState.RUNNING] <= after and ran:
         started = new.reason if state == WorkloadState.RUNNING else "The workload's pods started."
         events.append((EventType.STARTED, started))

@@ -11,8 +11,11 @@ One call, in order:
    and the LocalQueue are not, so they are read from the server at most every
    `UNWATCHED_CHECK_SECONDS` per pool (and on every call while the pool is DEGRADED — a
    missing flavor deactivates the queue);
-4. status from the ClusterQueue (`classify_pool`): state, reason, usage → fenced write when
-   anything changed, an event when the state changed.
+4. status from the ClusterQueue (`classify_pool`) and the nodes (`no_node_for_flavor`: no node
+   carries the flavor's labels → DEGRADED): state, reason, usage → fenced write when anything
+   changed, an event when the state changed. A pool without such a node is looked at again
+   every `NO_NODE_RECHECK_SECONDS` (an in-memory check), so a node labelled for it makes it
+   READY within seconds; a READY pool notices its last node going at its next look.
 
 A flavor may be shared by pools of several projects. Applying and deleting it both happen
 under a transaction-scoped advisory lock on its name, and the delete re-counts the live pools
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from app.domain.classify.pool import classify_pool
+from app.domain.classify.pool import classify_pool, no_node_for_flavor
 from app.domain.events import EventReason, EventType
 from app.domain.kube_objects import field
 from app.domain.ownership import foreign_owner, not_taken_over
@@ -64,6 +67,8 @@ log = logging.getLogger("aicp.reconcile")
 WAIT_SECONDS = 0.5
 #: How often a settled pool's unwatched objects (flavor, LocalQueue) are read back, at most.
 UNWATCHED_CHECK_SECONDS = 30.0
+#: How often a pool whose flavor no node matches looks at the nodes again.
+NO_NODE_RECHECK_SECONDS = 2.0
 #: While a deletion waits for the pool's workloads to be finalized.
 DELETION_RECHECK_SECONDS = 1.0
 
@@ -178,8 +183,13 @@ class PoolStep:
                         f"LocalQueue {identity.local_queue} in {identity.namespace}.",
                     )
                 )
-        await self._record(fence, row, identity, binding, queue, events)
-        return Result.requeue(UNWATCHED_CHECK_SECONDS)
+        no_node = no_node_for_flavor(
+            binding.flavor, binding.node_labels, ctx.informers.nodes.list()
+        )
+        await self._record(fence, row, identity, binding, queue, events, no_node)
+        return Result.requeue(
+            UNWATCHED_CHECK_SECONDS if no_node is None else NO_NODE_RECHECK_SECONDS
+        )
 
     def _unwatched_due(self, row: PoolRow, queue: Manifest | None, binding: BindingPut) -> bool:
         """Whether to read the flavor and LocalQueue back now: every `UNWATCHED_CHECK_SECONDS`,
@@ -301,8 +311,11 @@ class PoolStep:
         binding: BindingPut,
         queue: Manifest | None,
         events: list[Event],
+        no_node: str | None,
     ) -> None:
-        state, reason, usage = classify_pool(queue, resource_name=binding.resource_name)
+        state, reason, usage = classify_pool(
+            queue, resource_name=binding.resource_name, no_node=no_node
+        )
         observed: dict[str, Any] = {
             "cluster_queue": identity.cluster_queue,
             "local_queue": identity.local_queue,

@@ -15,7 +15,10 @@ applies, in this order:
 6. observe → classify → fenced write of state, reason, evidence and `observed_generation`
    with an event for each milestone; once finished — and once the caches hold the final facts
    (`evidence_settled`: the informers of different kinds lag each other) — remove the evidence
-   finalizer (only after that write landed) and release the lease.
+   finalizer (only after that write landed) and release the lease. A workload failed by aicp
+   at its start deadline (`app.domain.classify.start_deadline`) still has a live Job: once the
+   failure is written, the finalizer comes off and the Job is deleted, which frees its quota
+   (Kueue's Workload goes with the Job it belongs to).
 
 The full Job body is written only by step 3, as a create that never overwrites: an existing
 Job is never re-declared `suspend: true`, so aicp never fights Kueue over a running Job, and a
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from app.domain.events import EventReason, EventType
@@ -40,7 +44,7 @@ from app.domain.labels import EVIDENCE_FINALIZER, UID_LABEL
 from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import render_job
 from app.domain.states import WorkloadState
-from app.kube.apply import create, get, remove_finalizer
+from app.kube.apply import create, delete_job, get, remove_finalizer
 from app.kube.errors import Conflict, Invalid
 from app.kube.resources import JOBS
 from app.observability.metrics import TIME_TO_ADMITTED, TIME_TO_JOB_CREATED, TIME_TO_RUNNING
@@ -68,6 +72,7 @@ from app.store import reconciling
 if TYPE_CHECKING:
     import uuid
 
+    from app.domain.classify import Classification
     from app.domain.classify.evidence import Evidence
     from app.domain.kube_objects import Manifest
     from app.domain.render.inputs import JobIdentity
@@ -89,6 +94,9 @@ RESYNC_SECONDS = 300.0
 #: soon, and recorded with what there is after `SETTLE_LIMIT_SECONDS`.
 SETTLE_RECHECK_SECONDS = 0.2
 SETTLE_LIMIT_SECONDS = 10.0
+
+#: An admitted workload is looked at again this long after its start deadline passes.
+DEADLINE_MARGIN_SECONDS = 0.1
 
 _FINISHED = (WorkloadState.SUCCEEDED.value, WorkloadState.FAILED.value)
 
@@ -250,7 +258,8 @@ class WorkloadStep:
                 row.state, row.state_reason, before.attempts, classification, facts["attempts"]
             )
         state = classification.state
-        if state.is_terminal and not _settled(row) and not self._final_facts_in(row, job):
+        stopping = classification.start_deadline_passed  # the Job has not finished: no facts
+        if state.is_terminal and not (_settled(row) or stopping or self._final_facts_in(row, job)):
             return Result.requeue(SETTLE_RECHECK_SECONDS)
         changed = (
             state.value != row.state
@@ -260,7 +269,11 @@ class WorkloadStep:
         )
         if changed and not _settled(row):
             crossed = milestones(row.state, classification)
-            events = [Event(kind, message) for kind, message in crossed]
+            cause = EventReason.START_DEADLINE_EXCEEDED if stopping else None
+            events = [
+                Event(kind, message, cause if kind == EventType.FAILED else None)
+                for kind, message in crossed
+            ]
             if row.observed_generation != row.generation and _of_generation(job, row.generation):
                 # The first observation of this generation's Job: its creator died (or lost
                 # its lease) between the create and the record. The adopter records it.
@@ -291,6 +304,10 @@ class WorkloadStep:
                     classification.reason,
                 )
         if state.is_terminal or _settled(row):
+            if not job_finished(job):
+                # Failed at its start deadline (above, or by a step that stopped before the
+                # Job was deleted): the Job still holds quota.
+                return await self._stop(fence, row, job)
             # The final facts are in the row (written above, or by an earlier step): the
             # Job may now be deleted by anyone; it is kept until then.
             if has_evidence_finalizer(job):
@@ -304,7 +321,33 @@ class WorkloadStep:
                         current=job,
                     )
             return Result.release()
-        return Result.requeue(RESYNC_SECONDS)
+        return Result.requeue(_next_look(classification))
+
+    async def _stop(self, fence: Fence, row: WorkloadRow, job: Manifest) -> Result:
+        """Delete the live Job of a workload recorded as failed at its start deadline: its
+        facts are in the row, so the finalizer comes off first and the Job goes at once."""
+        ctx = self.ctx
+        namespace, name = str(field(job, "metadata", "namespace")), name_of(job)
+        async with kube_fenced(fence, f"delete of Job {name}"):
+            if has_evidence_finalizer(job):
+                await remove_finalizer(
+                    ctx.kube, JOBS, namespace, name, EVIDENCE_FINALIZER, current=job
+                )
+            await delete_job(ctx.kube, namespace, name, uid=field(job, "metadata", "uid"))
+        log.info(
+            "workload %s/%s: start deadline passed, Job %s deleted", row.project, row.name, name
+        )
+        return Result.release()
+
+
+def _next_look(classification: Classification) -> float:
+    """Seconds until the step should look again without an event: at the start deadline of
+    an admitted workload (if it comes before the resync), else at the resync."""
+    deadline = classification.start_deadline
+    if deadline is None:
+        return RESYNC_SECONDS
+    remaining = (deadline - datetime.now(UTC)).total_seconds()
+    return min(RESYNC_SECONDS, max(remaining, 0.0) + DEADLINE_MARGIN_SECONDS)
 
 
 def _of_generation(job: Manifest, generation: int) -> bool:

@@ -25,6 +25,7 @@ TRAIN_7B: dict[str, Any] = {
     "memory": "256Gi",
     "replicas": 1,
     "max_runtime_seconds": 86400,
+    "start_deadline_seconds": 3600,
     "retries": 0,
     "priority": "normal",
     "labels": {"team": "nlp"},

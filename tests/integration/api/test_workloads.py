@@ -43,6 +43,7 @@ async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(ap
         "memory": "1Gi",
         "replicas": 1,
         "max_runtime_seconds": 86400,
+        "start_deadline_seconds": 3600,
         "retries": 0,
         "priority": "normal",
         "labels": {},

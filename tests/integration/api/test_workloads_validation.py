@@ -30,6 +30,13 @@ SCHEMA_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("replicas 65", {"replicas": 65}, ["replicas"]),
     ("runtime 59 s", {"max_runtime_seconds": 59}, ["max_runtime_seconds"]),
     ("runtime 30 d + 1 s", {"max_runtime_seconds": 30 * 86400 + 1}, ["max_runtime_seconds"]),
+    ("start deadline 0 s", {"start_deadline_seconds": 0}, ["start_deadline_seconds"]),
+    (
+        "start deadline 30 d + 1 s",
+        {"start_deadline_seconds": 30 * 86400 + 1},
+        ["start_deadline_seconds"],
+    ),
+    ("start deadline as string", {"start_deadline_seconds": "5m"}, ["start_deadline_seconds"]),
     ("retries 11", {"retries": 11}, ["retries"]),
     ("priority urgent", {"priority": "urgent"}, ["priority"]),
     ("env 65 entries", {"env": {f"K{i}": "v" for i in range(65)}}, ["env"]),

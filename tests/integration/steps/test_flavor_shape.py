@@ -1,5 +1,6 @@
-"""A flavor whose node labels no node carries: the workload says why it waits, the binding
-cannot be changed under it, and once it is gone the corrected binding runs the next one."""
+"""A flavor whose node labels no node carries: the pool is DEGRADED and says so, the workload
+says why it waits, the binding cannot be changed under it, and once it is gone the corrected
+binding makes the pool READY and runs the next one."""
 
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ async def test_pods_no_node_can_take_say_so_and_the_binding_waits_for_them(stack
         POOLS, json={"name": POOL, "accelerator_class": CLASS, "quota": QUOTA}
     )
     assert created.status_code == 202, created.text
-    await stack.wait_pool_state("READY")
+    degraded = await stack.wait_pool_state("DEGRADED")
+    assert degraded["status"]["reason"].startswith(
+        "No node has the node label of flavor h100-80g (nvidia.com/gpu.product=NVIDIA-B200)"
+    )
     await stack.submit("stuck")
 
     async def says_why() -> dict[str, Any] | None:
@@ -35,7 +39,7 @@ async def test_pods_no_node_can_take_say_so_and_the_binding_waits_for_them(stack
 
     workload = await wait_until(says_why, timeout=20, message="an unschedulable reason")
     assert workload["status"]["state"] == "ADMITTED"
-    assert "replace the workload" in workload["status"]["reason"]
+    assert "submit it again (`aicp delete workload <name>`" in workload["status"]["reason"]
 
     refused = await stack.http.put(f"/api/v1/accelerator-bindings/{CLASS}", json=binding(RIGHT))
     assert refused.status_code == 409, refused.text
@@ -47,6 +51,7 @@ async def test_pods_no_node_can_take_say_so_and_the_binding_waits_for_them(stack
     await stack.wait_gone("stuck")
     fixed = await stack.http.put(f"/api/v1/accelerator-bindings/{CLASS}", json=binding(RIGHT))
     assert fixed.status_code == 200, fixed.text
+    await stack.wait_pool_state("READY")
     await stack.submit("runs")
     done = await stack.wait_state("runs", "SUCCEEDED", timeout=30)
     assert done["status"]["accelerator"]["product"] == RIGHT["nvidia.com/gpu.product"]

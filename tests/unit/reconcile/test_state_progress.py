@@ -4,6 +4,7 @@ observations (caches that lag each other give any order of momentary classificat
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -79,3 +80,12 @@ def test_a_retried_pod_may_go_back_to_admitted() -> None:
 def test_preemption_goes_back_to_queued() -> None:
     written, events = run([(S.RUNNING, False), (S.QUEUED, False)])
     assert written[-1][0] == "QUEUED" and events[-1] in ("Preempted", "Requeued")
+
+
+def test_a_workload_failed_at_its_start_deadline_never_crosses_started() -> None:
+    # The Job has a start time (Kueue unsuspended it), but no pod of it ever ran.
+    job_started = Evidence(started_at=datetime(2026, 8, 1, 10, 0, 5, tzinfo=UTC))
+    failed = Classification(S.FAILED, "did not start", job_started, start_deadline_passed=True)
+
+    assert [kind for kind, _ in milestones(S.ADMITTED, failed)] == ["Failed"]
+    assert [kind for kind, _ in milestones(S.QUEUED, failed)] == ["Admitted", "Failed"]
