@@ -1,4 +1,4 @@
--- 0014: the event reason `StartDeadlineExceeded`: a workload failed because no pod of it had
+-- 0015: the event reason `StartDeadlineExceeded`: a workload failed because no pod of it had
 -- started `start_deadline_seconds` after its admission. Every existing row keeps a reason the
 -- new list contains.
 
