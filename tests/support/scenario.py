@@ -82,9 +82,9 @@ class Scenario(Api):
 
     `accelerators` is the size of the pool `setup_pool` and `create_pool` make unless told
     otherwise; `binding` changes the binding's fields (`binding_body`'s); `defaults` change
-    every workload body this scenario submits (`workload_body`'s
-    fields); `wait_timeout` is how long every wait (a pool READY, a workload's state, its end)
-    lasts unless told otherwise; `interval` how often a wait asks again.
+    every workload body this scenario submits (`workload_body`'s fields); `wait_timeout` is
+    how long every wait (a pool READY, a workload's state, its end) lasts unless told
+    otherwise; `interval` how often a wait asks again.
     """
 
     def __init__(
