@@ -32,8 +32,14 @@ from pathlib import Path
 
 import aiohttp
 import asyncpg
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
+
 PROJECT = "bench"
 # A request slower than this fails the run instead of hanging it.
 REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -199,26 +205,26 @@ async def _call(
             raise SystemExit(f"{method} {url} -> {resp.status}, expected {expect}: {text}")
 
 
-async def setup(session: aiohttp.ClientSession, base: str) -> str:
-    """Binding, project and a pool large enough for every workload the run creates; returns
-    a new editor token of the project (what an ML engineer's client would send)."""
-    api = f"{base}/api/v1"
-    binding = {"resource_name": "nvidia.com/gpu", "flavor": "bench-gpu", "node_labels": {}}
-    await _call(session, "PUT", f"{api}/accelerator-bindings/bench-gpu", 201, binding)
-    await _call(session, "POST", f"{api}/projects", 202, {"name": PROJECT})
-    pool = {
-        "name": POOL,
-        "accelerator_class": "bench-gpu",
-        "quota": {"accelerators": 64, "cpu": "1000", "memory": "10Ti"},
-    }
-    await _call(session, "POST", f"{api}/projects/{PROJECT}/compute-pools", 202, pool)
-    async with session.post(
-        f"{api}/projects/{PROJECT}/tokens", json={"name": "bench", "role": "editor"}
-    ) as resp:
-        if resp.status != 201:
-            raise SystemExit(f"token create -> {resp.status}: {await resp.text()}")
-        token: str = (await resp.json())["token"]
-    return token
+async def bench_pool(client: httpx.AsyncClient) -> Scenario:
+    """Binding (no node labels), project and a pool large enough for every workload a run
+    creates, through `client` (the admin's); not waited for."""
+    bench = Scenario(
+        client,
+        project=PROJECT,
+        pool=POOL,
+        accelerator_class="bench-gpu",
+        binding={"node_labels": {}},
+    )
+    await bench.setup_pool(quota={"accelerators": 64, "cpu": "1000", "memory": "10Ti"}, wait=False)
+    return bench
+
+
+async def setup(base: str, admin_token: str) -> str:
+    """`bench_pool`; returns a new editor token of the project (what an ML engineer's client
+    would send)."""
+    async with httpx.AsyncClient(base_url=base, headers=_bearer(admin_token), timeout=30) as client:
+        bench = await bench_pool(client)
+        return await bench.token("editor", "bench")
 
 
 async def run_phase(
@@ -257,8 +263,7 @@ async def bench(
     as_admin: bool,
     cpu: Callable[[], float] | None = None,
 ) -> list[Phase]:
-    async with aiohttp.ClientSession(headers=_bearer(admin_token)) as admin:
-        editor_token = await setup(admin, base)
+    editor_token = await setup(base, admin_token)
     token = admin_token if as_admin else editor_token
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(

@@ -27,11 +27,20 @@ from typing import Any
 import httpx
 
 from loadtest.databases import scratch_database
+from tests.support.scenario import Scenario
 
 REPO = Path(__file__).resolve().parent.parent
 ADMIN_TOKEN = "bench-admin-token-" + secrets.token_hex(8)
 PROJECT, POOL, CLASS = "bench", "h100-pool", "h100-80g"
 WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
+#: The benchmarks' workloads: one GPU, the default runtime bound, done after 0.2 s.
+DEFAULTS: dict[str, Any] = {
+    "accelerators": 1,
+    "cpu": "1",
+    "memory": "4Gi",
+    "max_runtime_seconds": 86400,
+    "env": {"KUBESIM_RUN_SECONDS": "0.2"},
+}
 
 
 @dataclass
@@ -174,56 +183,9 @@ async def _wait_ready(url: str, timeout: float = 120.0) -> None:
     raise SystemExit("aicp did not become ready")
 
 
-async def setup_pool(client: httpx.AsyncClient, accelerators: int = 16) -> None:
-    """Binding, project and pool over the API, waited for until the pool is READY."""
-    binding = {
-        "resource_name": "nvidia.com/gpu",
-        "flavor": CLASS,
-        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-    }
-    pool = {
-        "name": POOL,
-        "accelerator_class": CLASS,
-        "quota": {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"},
-    }
-    for method, path, body in (
-        ("PUT", f"/api/v1/accelerator-bindings/{CLASS}", binding),
-        ("POST", "/api/v1/projects", {"name": PROJECT}),
-        ("POST", f"/api/v1/projects/{PROJECT}/compute-pools", pool),
-    ):
-        response = await client.request(method, path, json=body)
-        response.raise_for_status()
-    await wait_for(client, f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}", "READY")
-
-
-async def wait_for(
-    client: httpx.AsyncClient, path: str, *states: str, timeout: float = 60.0
-) -> dict[str, Any]:
-    """Poll `path` until its `status.state` is one of `states` (or it answers 404 and
-    `states` contains "gone")."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        response = await client.get(path)
-        if response.status_code == 404 and "gone" in states:
-            return {}
-        response.raise_for_status()
-        body: dict[str, Any] = response.json()
-        if body["status"]["state"] in states:
-            return body
-        await asyncio.sleep(0.02)
-    raise SystemExit(f"{path} never reached {states}")
-
-
-def workload(name: str, **changes: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "name": name,
-        "compute_pool": POOL,
-        "image": "ghcr.io/acme/train:1.4",
-        "command": ["python", "train.py"],
-        "accelerators": 1,
-        "cpu": "1",
-        "memory": "4Gi",
-        "env": {"KUBESIM_RUN_SECONDS": "0.2"},
-    }
-    body.update(changes)
-    return body
+def scenario(client: httpx.AsyncClient) -> Scenario:
+    """The scenario API (tests/support/scenario.py) for the benchmarks' project `bench` and its
+    pool through `client`: 1-GPU workloads that run 0.2 s, waits of up to a minute."""
+    return Scenario(
+        client, project=PROJECT, pool=POOL, defaults=DEFAULTS, wait_timeout=60.0, interval=0.02
+    )

@@ -45,8 +45,7 @@ HOSTILE: list[tuple[str, dict[str, object]]] = [
 
 
 async def hostile_run(base: str, token: str, seconds: float, concurrency: int) -> None:
-    async with aiohttp.ClientSession(headers=_bearer(token)) as admin:
-        await setup(admin, base)
+    await setup(base, token)
     api = f"{base}/api/v1"
     connector = aiohttp.TCPConnector(limit=concurrency)
     async with aiohttp.ClientSession(

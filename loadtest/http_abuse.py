@@ -26,7 +26,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest import http_attacks
-from loadtest.e2e_stack import ADMIN_TOKEN, REPO, e2e_stack, setup_pool
+from loadtest.e2e_stack import ADMIN_TOKEN, REPO, e2e_stack, scenario
 from loadtest.http_attacks import Address, Outcome, SwarmOutcome
 from loadtest.lease_cadence import Cadence, Readiness, watch_cadence, watch_readiness
 
@@ -119,7 +119,7 @@ async def main(args: argparse.Namespace) -> None:
     selected = [name for name in ATTACKS if not args.only or any(o in name for o in args.only)]
     async with e2e_stack(args.admin_url, aicp_repo=args.aicp_repo, **env) as stack:
         async with httpx.AsyncClient(base_url=stack.aicp_url, headers=stack.headers) as client:
-            await setup_pool(client)
+            await scenario(client).setup_pool()
         host, port = stack.aicp_url.removeprefix("http://").rsplit(":", 1)
         address = (host, int(port))
         async with (

@@ -38,7 +38,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import REPO, WORKLOADS, Stack, e2e_stack, setup_pool, workload
+from loadtest.e2e_stack import REPO, WORKLOADS, Stack, e2e_stack, scenario
 from loadtest.lease_cadence import in_background
 
 LIVE = ("RUNNING", "QUEUED")
@@ -140,11 +140,14 @@ async def submit(
 ) -> None:
     names = iter(range(count))
     body_env = padded_env(spec_bytes)
+    bench = scenario(client)
 
     async def caller() -> None:
         for i in names:
             for attempt in range(20):
-                response = await client.post(WORKLOADS, json=workload(f"live-{i}", env=body_env))
+                response = await client.post(
+                    WORKLOADS, json=bench.workload_body(f"live-{i}", env=body_env)
+                )
                 # 503 says "retry shortly" (no database connection free in time): a client does.
                 if response.status_code != 503:
                     break
@@ -167,7 +170,7 @@ async def main(args: argparse.Namespace) -> None:
         async with httpx.AsyncClient(
             base_url=stack.aicp_url, headers=stack.headers, limits=limits, timeout=60
         ) as client:
-            await setup_pool(client, accelerators=args.quota)
+            await scenario(client).setup_pool(args.quota)
             show(stack, "ready, pool READY, no workloads")
             started = time.perf_counter()
             await submit(client, args.workloads, args.concurrency, args.spec_bytes)

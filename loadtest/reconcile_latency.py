@@ -42,7 +42,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import WORKLOADS, e2e_stack, setup_pool, workload
+from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario
 
 MANAGED = "app.kubernetes.io/managed-by=aicp"
 
@@ -113,10 +113,11 @@ async def job_creation(
 ) -> None:
     samples: list[float] = []
     counter = iter(range(submissions))
+    bench = scenario(client)
 
     async def caller() -> None:
         for i in counter:
-            body = workload(f"lat-{i}", env={"KUBESIM_RUN_SECONDS": "0.05"})
+            body = bench.workload_body(f"lat-{i}", env={"KUBESIM_RUN_SECONDS": "0.05"})
             response = await client.post(WORKLOADS, json=body)
             returned = time.perf_counter()
             response.raise_for_status()
@@ -151,8 +152,10 @@ async def job_creation_at_rate(
         timeout=aiohttp.ClientTimeout(total=None, sock_read=60),
     )
 
+    bench = scenario(client)
+
     async def one(i: int) -> None:
-        body = workload(f"rate-{i}", accelerators=0, env={"KUBESIM_RUN_SECONDS": "0.05"})
+        body = bench.workload_body(f"rate-{i}", accelerators=0, env={"KUBESIM_RUN_SECONDS": "0.05"})
         sent_at = time.perf_counter()
         async with session.post(WORKLOADS, json=body) as response:
             returned = time.perf_counter()
@@ -227,8 +230,9 @@ async def status_propagation(
             refused += 1
             await asyncio.sleep(float(response.headers.get("retry-after", "1")))
 
+    bench = scenario(client)
     for i in range(count):
-        body = workload(f"obs-{i}", env={"KUBESIM_RUN_SECONDS": "0.5"})
+        body = bench.workload_body(f"obs-{i}", env={"KUBESIM_RUN_SECONDS": "0.5"})
         uid = (await answered("POST", WORKLOADS, body)).json()["uid"]
         shown: dict[str, float] = {}
         while "SUCCEEDED" not in shown:
@@ -276,7 +280,7 @@ async def main(args: argparse.Namespace) -> None:
                 limits=httpx.Limits(max_connections=64),
             ) as client,
         ):
-            await setup_pool(client)
+            await scenario(client).setup_pool()
             cpu_before = stack.cpu_seconds(stack.aicp_pid), stack.cpu_seconds(stack.kubesim_pid)
             opened = [asyncio.Event(), asyncio.Event()]
             watches = [

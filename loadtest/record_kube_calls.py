@@ -28,9 +28,7 @@ from loadtest.e2e_stack import (
     PROJECT,
     WORKLOADS,
     e2e_stack,
-    setup_pool,
-    wait_for,
-    workload,
+    scenario,
 )
 from tests.chart.kube_calls import attributes_from_sim_stats, write_observed
 
@@ -38,40 +36,41 @@ DEFAULT_OUT = Path(__file__).resolve().parent.parent / "tests/chart/observed_kub
 
 
 async def golden_path(client: httpx.AsyncClient) -> None:
-    await setup_pool(client)
-    pool_path = f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}"
+    bench = scenario(client)
+    await bench.setup_pool()
+    pool_path = f"{bench.pools}/{POOL}"
     quota = {"quota": {"accelerators": 8, "cpu": "128", "memory": "1Ti"}}
     (await client.patch(pool_path, json=quota)).raise_for_status()
 
     submissions = {
-        "ok": workload("ok", env={"KUBESIM_RUN_SECONDS": "0.3", "KUBESIM_LOG": "done"}),
-        "fails": workload("fails", env={"KUBESIM_EXIT_CODE": "3"}),
-        "replaced": workload("replaced", env={"KUBESIM_RUN_SECONDS": "600"}),
-        "deleted": workload("deleted", env={"KUBESIM_RUN_SECONDS": "600"}),
+        "ok": bench.workload_body("ok", env={"KUBESIM_RUN_SECONDS": "0.3", "KUBESIM_LOG": "done"}),
+        "fails": bench.workload_body("fails", env={"KUBESIM_EXIT_CODE": "3"}),
+        "replaced": bench.workload_body("replaced", env={"KUBESIM_RUN_SECONDS": "600"}),
+        "deleted": bench.workload_body("deleted", env={"KUBESIM_RUN_SECONDS": "600"}),
     }
     for body in submissions.values():
         (await client.post(WORKLOADS, json=body)).raise_for_status()
-    await wait_for(client, f"{WORKLOADS}/ok", "SUCCEEDED")
+    await bench.wait_state("ok", "SUCCEEDED")
     (await client.get(f"{WORKLOADS}/ok/logs")).raise_for_status()
     (await client.get(f"{WORKLOADS}/ok/manifest")).raise_for_status()
-    await wait_for(client, f"{WORKLOADS}/fails", "FAILED")
+    await bench.wait_state("fails", "FAILED")
 
-    await wait_for(client, f"{WORKLOADS}/replaced", "RUNNING")
-    new_spec = workload("replaced", env={"KUBESIM_RUN_SECONDS": "0.2"})
+    await bench.wait_state("replaced", "RUNNING")
+    new_spec = bench.workload_body("replaced", env={"KUBESIM_RUN_SECONDS": "0.2"})
     (await client.put(f"{WORKLOADS}/replaced", json=new_spec)).raise_for_status()
-    replaced = await wait_for(client, f"{WORKLOADS}/replaced", "SUCCEEDED")
+    replaced = await bench.wait_state("replaced", "SUCCEEDED")
     assert replaced["status"]["observed_generation"] == 2, replaced
 
-    await wait_for(client, f"{WORKLOADS}/deleted", "RUNNING")
+    await bench.wait_state("deleted", "RUNNING")
     for name in submissions:
         (await client.delete(f"{WORKLOADS}/{name}")).raise_for_status()
     for name in submissions:
-        await wait_for(client, f"{WORKLOADS}/{name}", "gone")
+        await bench.wait_gone(name)
 
     (await client.delete(pool_path)).raise_for_status()
-    await wait_for(client, pool_path, "gone")
+    await bench.wait_absent(pool_path)
     (await client.delete(f"/api/v1/projects/{PROJECT}")).raise_for_status()
-    await wait_for(client, f"/api/v1/projects/{PROJECT}", "gone")
+    await bench.wait_absent(f"/api/v1/projects/{PROJECT}")
     (await client.delete(f"/api/v1/accelerator-bindings/{CLASS}")).raise_for_status()
 
 

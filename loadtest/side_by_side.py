@@ -269,8 +269,7 @@ async def both_servers(
             stack.callback(_stop, aicp)
             aicp_url = f"http://127.0.0.1:{aicp_port}"
             await _wait_ready(f"{aicp_url}/readyz", aicp, directory / "aicp.log")
-            async with aiohttp.ClientSession(headers=_bearer(admin_token)) as session:
-                editor = await setup(session, aicp_url)
+            editor = await setup(aicp_url, admin_token)
             others: list[Server] = []
             for name, changes in (variants or {}).items():
                 port = _free_port()

@@ -37,11 +37,12 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
+import httpx
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.api_bench import NO_RATE_LIMITS, kubesim
+from loadtest.api_bench import NO_RATE_LIMITS, bench_pool, kubesim
 from loadtest.databases import with_database
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,27 +160,11 @@ async def _wait_ready(port: int, app: subprocess.Popen[bytes], log: Path) -> Non
     raise SystemExit("app did not become ready")
 
 
-async def _api(port: int, token: str, method: str, path: str, body: str) -> None:
-    raw = (
-        f"{method} /api/v1{path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode() + body.encode()
-    status, data = await _http(port, raw)
-    if status >= 300:
-        raise SystemExit(f"{method} {path} -> {status}: {data[-500:]!r}")
-
-
 async def setup(port: int, token: str, url: str, workloads: int) -> list[uuid.UUID]:
     """Binding, project and pool through the API; finished workloads straight into the table."""
-    binding = '{"resource_name": "nvidia.com/gpu", "flavor": "bench-gpu", "node_labels": {}}'
-    await _api(port, token, "PUT", "/accelerator-bindings/bench-gpu", binding)
-    await _api(port, token, "POST", "/projects", f'{{"name": "{PROJECT}"}}')
-    pool = (
-        f'{{"name": "{POOL}", "accelerator_class": "bench-gpu", '
-        '"quota": {"accelerators": 64, "cpu": "1000", "memory": "10Ti"}}'
-    )
-    await _api(port, token, "POST", f"/projects/{PROJECT}/compute-pools", pool)
+    base, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30) as client:
+        await bench_pool(client)
     conn = await asyncpg.connect(url)
     try:
         project_id, pool_id = await conn.fetchrow(

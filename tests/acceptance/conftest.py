@@ -9,73 +9,29 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.scenario import setup_pool, workload_body
+from tests.support.scenario import Scenario as ApiScenario
 from tests.support.service import RunningService, start_service
-from tests.support.waiting import wait_until
-
-PRODUCT = "NVIDIA-H100-80GB-HBM3"
 
 
-@dataclass
-class Scenario:
-    running: RunningService
-    project: str
-    backend: str  # "kubesim" or "real"
+class Scenario(ApiScenario):
+    """The scenario API (tests/support/scenario.py) for the test's project on one replica:
+    workloads run for a second unless told otherwise, waits last up to 45 s (a real cluster
+    is slower than kubesim); plus the cluster's view of a workload's Jobs."""
 
-    @property
-    def namespace(self) -> str:
-        return f"aicp-{self.project}"
-
-    @property
-    def workloads(self) -> str:
-        return f"/api/v1/projects/{self.project}/workloads"
-
-    async def setup_pool(self, accelerators: int = 16) -> None:
-        """A binding, the project and a pool of `accelerators` H100s, waited for until READY."""
-        await setup_pool(self.running, accelerators, project=self.project, timeout=30)
-
-    async def submit(self, name: str, **changes: Any) -> dict[str, Any]:
-        """One 8-GPU pod that runs for a second (as `changes` do not say otherwise)."""
-        body = workload_body(name, **{"env": {"KUBESIM_RUN_SECONDS": "1"}, **changes})
-        response = await self.running.client.post(self.workloads, json=body)
-        assert response.status_code == 202, response.text
-        accepted: dict[str, Any] = response.json()
-        return accepted
-
-    async def workload(self, name: str) -> dict[str, Any] | None:
-        return await self.running.workload(self.project, name)
-
-    async def wait_state(self, name: str, *states: str, timeout: float = 45) -> dict[str, Any]:
-        return await self.running.wait_state(self.project, name, *states, timeout=timeout)
-
-    async def wait_reason(self, name: str, text: str, timeout: float = 45) -> dict[str, Any]:
-        async def probe() -> dict[str, Any] | None:
-            found = await self.workload(name)
-            return found if found and text in (found["status"]["reason"] or "") else None
-
-        return await wait_until(probe, timeout=timeout, message=f"{name}: reason with {text!r}")
-
-    async def wait_gone(self, name: str, timeout: float = 45) -> None:
-        async def gone() -> bool:
-            return await self.workload(name) is None
-
-        await wait_until(gone, timeout=timeout, message=f"{name} gone (404)")
-
-    async def events(self, name: str) -> list[dict[str, Any]]:
-        """The workload's events, oldest first."""
-        response = await self.running.client.get(f"{self.workloads}/{name}/events?limit=500")
-        assert response.status_code == 200, response.text
-        items: list[dict[str, Any]] = response.json()["items"]
-        return list(reversed(items))
-
-    async def event_types(self, name: str) -> list[str]:
-        return [event["type"] for event in await self.events(name)]
+    def __init__(self, running: RunningService, project: str, backend: str) -> None:
+        super().__init__(
+            running.client,
+            project=project,
+            defaults={"env": {"KUBESIM_RUN_SECONDS": "1"}},
+            wait_timeout=45,
+        )
+        self.running = running
+        self.backend = backend  # "kubesim" or "real"
 
     async def jobs(self, uid: str) -> list[dict[str, Any]]:
         """The workload's Jobs as the cluster has them (by the workload uid label)."""

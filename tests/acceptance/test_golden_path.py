@@ -8,8 +8,9 @@ from typing import Any
 
 import asyncpg
 
-from tests.acceptance.conftest import PRODUCT, Scenario
-from tests.e2e.scenario import CLASS
+from tests.acceptance.conftest import Scenario
+from tests.support.api_client import PRODUCT
+from tests.support.scenario import CLASS
 
 ORDER = ["PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"]
 

@@ -14,23 +14,9 @@ CLASS = "h100-80g"
 
 
 async def _pool(scenario: Scenario, project: str, pool: str, gpus: int) -> dict[str, Any]:
-    client = scenario.running.client
-    response = await client.post(
-        f"/api/v1/projects/{project}/compute-pools",
-        json={
-            "name": pool,
-            "accelerator_class": CLASS,
-            "quota": {"accelerators": gpus, "cpu": "64", "memory": "256Gi"},
-        },
-    )
-    assert response.status_code == 202, response.text
-
-    async def ready() -> dict[str, Any] | None:
-        found = await client.get(f"/api/v1/projects/{project}/compute-pools/{pool}")
-        body: dict[str, Any] = found.json()
-        return body if body["status"]["state"] == "READY" else None
-
-    return await wait_until(ready, timeout=30, message=f"pool {project}/{pool} READY")
+    theirs = scenario.running.scenario(project, pool=pool, wait_timeout=30)
+    await theirs.create_pool(quota={"accelerators": gpus, "cpu": "64", "memory": "256Gi"})
+    return await theirs.wait_pool_state("READY")
 
 
 async def test_pools_whose_joined_names_collide_keep_their_own_queues(

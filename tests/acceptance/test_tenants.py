@@ -6,7 +6,7 @@ step observes."""
 from __future__ import annotations
 
 from tests.acceptance.conftest import Scenario
-from tests.e2e.scenario import CLASS, POOL
+from tests.support.scenario import CLASS, POOL
 from tests.support.waiting import wait_until
 
 LIMITS = {"accelerators": {CLASS: 16}, "cpu": "256", "memory": "2Ti"}
@@ -18,17 +18,8 @@ async def test_a_limited_project_runs_work_at_its_limit_and_is_refused_past_it(
     client = scenario.running.client
     project = f"/api/v1/projects/{scenario.project}"
     pools = f"{project}/compute-pools"
-    await scenario.running.api.put_binding(CLASS, flavor=CLASS)
-    await scenario.running.api.create_project(scenario.project, limits=LIMITS)
     quota = {"accelerators": 16, "cpu": "256", "memory": "2Ti"}
-    made = await client.post(pools, json={"name": POOL, "accelerator_class": CLASS, "quota": quota})
-    assert made.status_code == 202, made.text
-
-    async def ready() -> bool:
-        pool = (await client.get(f"{pools}/{POOL}")).json()
-        return bool(pool["status"]["state"] == "READY")
-
-    await wait_until(ready, timeout=30, message="pool READY")
+    await scenario.setup_pool(quota=quota, limits=LIMITS)
 
     past = await client.post(
         pools,

@@ -20,9 +20,9 @@ import asyncpg
 import pytest
 
 from kubesim import Cluster
-from tests.e2e.scenario import PROJECT, WORKLOADS, setup_pool, submit
 from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import AICP, Cli, TcpProxy
+from tests.support.scenario import PROJECT, WORKLOADS
 from tests.support.service import RunningService, TwoReplicas, start_service
 from tests.support.waiting import wait_until
 
@@ -66,7 +66,7 @@ async def listed(watch: Any, running: RunningService) -> None:
     lists what exists, and a workload submitted in between is first shown as it is then (QUEUED,
     say), not from PENDING. A marker workload's first event can only come after that read."""
     await wait_until(lambda: open_streams(running) >= 1, message="a stream")
-    await submit(running, "marker", accelerators=1, cpu="1", memory="1Gi")
+    await running.scenario().submit("marker", accelerators=1, cpu="1", memory="1Gi")
     while (await watch.event())["object"]["name"] != "marker":
         pass
 
@@ -95,11 +95,11 @@ async def test_the_console_script_is_installed_and_never_imports_the_service() -
 async def test_get_w_sees_queued_admitted_running_succeeded_in_order_with_no_gaps(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
         await listed(watch, running_service)
-        await submit(running_service, "train-7b", env=STEPS)
+        await running_service.scenario().submit("train-7b", env=STEPS)
         events = []
         while not events or events[-1]["object"]["status"]["state"] != "SUCCEEDED":
             events.append(await event_of(watch, "train-7b"))
@@ -113,12 +113,14 @@ async def test_get_w_sees_queued_admitted_running_succeeded_in_order_with_no_gap
 async def test_a_dropped_connection_is_resumed_with_last_event_id_and_misses_nothing(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     async with TcpProxy(running_service.service.port) as proxy:
         cli = admin_cli(running_service, tmp_path, url=proxy.url)
         async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
             await listed(watch, running_service)
-            await submit(running_service, "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "1"})
+            await running_service.scenario().submit(
+                "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "1"}
+            )
             events = [await event_of(watch, "train-7b"), await event_of(watch, "train-7b")]
             proxy.cut()  # the network drops the stream; the workload goes on meanwhile
             while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
@@ -134,12 +136,12 @@ async def test_a_watcher_on_one_replica_sees_what_the_other_reconciles(
     two_replicas: TwoReplicas, tmp_path: Path
 ) -> None:
     acceptor, watcher_side = two_replicas.first, two_replicas.second
-    await setup_pool(acceptor)
+    await acceptor.scenario().setup_pool()
     cli = admin_cli(watcher_side, tmp_path)
     async with cli.start("get", "workloads", "-w", "-o", "json") as watch:
         await listed(watch, watcher_side)
         # Accepted by the first replica, which leases it and so reconciles it.
-        await submit(acceptor, "train-7b", env=STEPS)
+        await acceptor.scenario().submit("train-7b", env=STEPS)
         events = [await event_of(watch, "train-7b")]
         while events[-1]["object"]["status"]["state"] != "SUCCEEDED":
             events.append(await event_of(watch, "train-7b"))
@@ -154,8 +156,8 @@ async def test_a_watcher_on_one_replica_sees_what_the_other_reconciles(
 async def test_a_revoked_token_ends_its_watch_with_one_clear_line(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "train-7b", env={"KUBESIM_RUN_SECONDS": "60"})
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("train-7b", env={"KUBESIM_RUN_SECONDS": "60"})
     made = await running_service.client.post(
         f"/api/v1/projects/{PROJECT}/tokens", json={"name": "watcher", "role": "viewer"}
     )
@@ -179,8 +181,8 @@ async def test_a_revoked_token_ends_its_watch_with_one_clear_line(
 async def test_another_projects_token_cannot_watch_or_see_this_projects_workloads(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "train-7b")
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("train-7b")
     await running_service.api.create_project("other")
     token = await running_service.api.create_token("other", "admin")
     outsider = Cli(running_service.url, token, tmp_path, project=PROJECT)
@@ -196,7 +198,7 @@ async def test_another_projects_token_cannot_watch_or_see_this_projects_workload
 async def test_bad_yaml_unknown_fields_and_a_server_that_is_down_each_give_one_clear_line(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     (tmp_path / "bad.yaml").write_text("name: x\n  compute_pool: [\n")
     (tmp_path / "typo.yaml").write_text("name: x\ncompute_pool: h100-pool\nimage: i\nreplica: 3\n")
@@ -222,7 +224,7 @@ async def test_bad_yaml_unknown_fields_and_a_server_that_is_down_each_give_one_c
 async def test_apply_creates_then_leaves_alone_then_replaces_and_dry_run_changes_nothing(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     spec = "name: w\ncompute_pool: h100-pool\nimage: busybox\nenv: {KUBESIM_RUN_SECONDS: '60'}\n"
     (tmp_path / "w.yaml").write_text(spec)
@@ -232,17 +234,17 @@ async def test_apply_creates_then_leaves_alone_then_replaces_and_dry_run_changes
     dry = await cli.run("apply", "-f", "w.yaml", "--dry-run")
     assert dry.out.splitlines()[0] == "workload/w replaced (dry run)"
     assert "-image: busybox\n+image: busybox:2" in dry.out
-    assert (await running_service.workload(PROJECT, "w") or {})["generation"] == 1
+    assert (await running_service.scenario().workload("w") or {})["generation"] == 1
     assert (await cli.run("apply", "-f", "-", stdin=spec.replace("busybox", "busybox:2"))).out == (
         "workload/w replaced\n"
     )
-    assert (await running_service.workload(PROJECT, "w") or {})["generation"] == 2
+    assert (await running_service.scenario().workload("w") or {})["generation"] == 2
 
 
 async def test_the_start_deadline_is_set_by_run_shown_by_describe_and_kept_by_apply(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     run = await cli.run(
         "run", "--pool", "h100-pool", "--image", "i", "--name", "quick", "--start-deadline", "90",
@@ -269,7 +271,7 @@ async def test_the_start_deadline_is_set_by_run_shown_by_describe_and_kept_by_ap
 async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_timeout(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     run = await cli.run(
         "run", "--pool", "h100-pool", "--gpus", "1", "--image", "i", "--name", "broken",
@@ -283,7 +285,7 @@ async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_tim
     errors = [line for line in failed.error_lines if line.startswith("error: ")]
     assert errors[-1].startswith("error: workload broken ended FAILED: "), failed.error_lines
     assert "exited with code 3" in errors[-1]
-    await submit(running_service, "long", env={"KUBESIM_RUN_SECONDS": "600"})
+    await running_service.scenario().submit("long", env={"KUBESIM_RUN_SECONDS": "600"})
     late = await cli.run("wait", "long", "--timeout", "1s")
     assert late.code == 124
     late_errors = [line for line in late.error_lines if line.startswith("error: ")]
@@ -293,10 +295,12 @@ async def test_wait_exits_with_the_reason_when_the_workload_fails_and_124_on_tim
 async def test_hostile_text_is_stored_as_given_and_printed_escaped_at_80_columns(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     hostile = ["--note", "\x1b]0;pwned\x07\x1b[2J\u202eexe.txt\x9b31m"]
-    await submit(running_service, "hostile", args=hostile, env={"KUBESIM_RUN_SECONDS": "600"})
+    await running_service.scenario().submit(
+        "hostile", args=hostile, env={"KUBESIM_RUN_SECONDS": "600"}
+    )
     assert (
         await cli.run("wait", "hostile", "--for", "state=RUNNING", "--timeout", "30s")
     ).code == 0
@@ -329,12 +333,12 @@ async def test_a_watch_survives_a_restart_of_the_server_and_misses_nothing(
         cli = Cli(proxy.url, ADMIN_TOKEN, tmp_path, project=PROJECT)
         async with start_service(database_url, cluster, tmp_path, instance_id="before") as first:
             proxy.target_port = first.service.port
-            await setup_pool(first)
+            await first.scenario().setup_pool()
             watch = await watching.enter_async_context(
                 cli.start("get", "workloads", "-w", "-o", "json")
             )
             await wait_until(lambda: open_streams(first) >= 1, message="a stream")
-            await submit(first, "train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "2"})
+            await first.scenario().submit("train-7b", env={**STEPS, "KUBESIM_PULL_SECONDS": "2"})
             events = [await watch.event(), await watch.event()]  # ADDED, QUEUED
         # The server is down: the watch keeps trying, well past the six attempts (about 11 s)
         # after which it used to give up.
@@ -355,12 +359,16 @@ async def test_a_watch_survives_a_restart_of_the_server_and_misses_nothing(
 async def test_people_clean_up_by_several_names_selectors_and_token_names(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     for name in ("a", "b", "c"):
-        await submit(running_service, name, accelerators=1, env={"KUBESIM_RUN_SECONDS": "600"})
-    await submit(running_service, "broken", accelerators=1, env={"KUBESIM_EXIT_CODE": "1"})
-    await running_service.wait_state(PROJECT, "broken", "FAILED")
+        await running_service.scenario().submit(
+            name, accelerators=1, env={"KUBESIM_RUN_SECONDS": "600"}
+        )
+    await running_service.scenario().submit(
+        "broken", accelerators=1, env={"KUBESIM_EXIT_CODE": "1"}
+    )
+    await running_service.scenario().wait_state("broken", "FAILED")
 
     several = await cli.run("delete", "workloads", "a", "b")
     unconfirmed = await cli.run("delete", "workloads", "--state", "failed")
@@ -369,7 +377,9 @@ async def test_people_clean_up_by_several_names_selectors_and_token_names(
         1,
         ["error: not deleting 1 workload in project research without confirmation: pass --yes"],
     )
-    assert (await running_service.workload(PROJECT, "broken") or {})["status"]["state"] == "FAILED"
+    assert (await running_service.scenario().workload("broken") or {})["status"][
+        "state"
+    ] == "FAILED"
     failed = await cli.run("delete", "workloads", "--state", "FAILED", "--yes")
     assert (failed.code, failed.out) == (0, "workload/broken deleting\n")
     everything = await cli.run("delete", "workloads", "--all", "--yes", "--wait")
@@ -394,7 +404,7 @@ async def test_people_clean_up_by_several_names_selectors_and_token_names(
 async def test_errors_name_what_is_missing_and_where(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     nope = await cli.run("run", "--pool", "nope", "--image", "i", "--", "train")
     odd = await cli.run("get", "workloads", "a?b#c%2F")
@@ -412,7 +422,7 @@ async def test_errors_name_what_is_missing_and_where(
 async def test_wait_prints_its_result_once_and_events_name_the_token(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     admin = admin_cli(running_service, tmp_path)
     token = (await admin.run("create", "token", "lead", "--role", "editor")).out.strip()
     lead = Cli(running_service.url, token, tmp_path, project=PROJECT)

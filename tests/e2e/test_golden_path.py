@@ -83,7 +83,7 @@ async def test_a_crashed_replicas_running_workloads_finish_on_its_peer_with_thei
         via = first if index % 2 == 0 else second
         response = await via.client.post(WORKLOADS, json=body)
         assert response.status_code == 202, response.text
-    running = {name: await first.wait_state(PROJECT, name, "RUNNING") for name in names}
+    running = {name: await first.scenario().wait_state(name, "RUNNING") for name in names}
 
     owners = await _workload_owners(first.database_url)
     assert set(owners) == set(names)
@@ -101,7 +101,7 @@ async def test_a_crashed_replicas_running_workloads_finish_on_its_peer_with_thei
     first.cluster.clock.advance(600)  # every workload's run ends
 
     for name in names:
-        done = await peer.wait_state(PROJECT, name, "SUCCEEDED")
+        done = await peer.scenario().wait_state(name, "SUCCEEDED")
         status: dict[str, Any] = done["status"]
         assert status["job"] == running[name]["status"]["job"]  # the same Job, adopted
         assert status["nodes"] == running[name]["status"]["nodes"]

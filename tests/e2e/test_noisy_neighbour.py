@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 
 from kubesim import Cluster
-from tests.e2e.scenario import CLASS, POOL, workload_body
 from tests.support.api_client import bearer
+from tests.support.scenario import CLASS, workload_body
 from tests.support.service import RunningService, start_service
 from tests.support.waiting import wait_until
 
@@ -39,30 +39,20 @@ CHATTY_SECONDS = 20
 
 async def _chatty_done(running: RunningService) -> None:
     """Wait for the followed container to end, so that every follow ends with it."""
-    await running.wait_state(NOISY, "chatty", "SUCCEEDED", timeout=CHATTY_SECONDS + 30)
+    await running.scenario(NOISY).wait_state("chatty", "SUCCEEDED", timeout=CHATTY_SECONDS + 30)
 
 
 async def _two_projects(running: RunningService) -> dict[str, str]:
     """Both projects, a pool of 8 of the 16 GPUs each, and an editor and a viewer token each."""
-    await running.api.put_binding(CLASS, flavor=CLASS)
+    await running.api.put_binding(CLASS)
     tokens: dict[str, str] = {}
     for project in (NOISY, QUIET):
-        await running.api.create_project(project)
-        pool = {
-            "name": POOL,
-            "accelerator_class": CLASS,
-            "quota": {"accelerators": 8, "cpu": "256", "memory": "2Ti"},
-        }
-        response = await running.client.post(f"/api/v1/projects/{project}/compute-pools", json=pool)
-        assert response.status_code == 202, response.text
+        theirs = running.scenario(project, accelerators=8, wait_timeout=30)
+        await theirs.create_project(project)
+        await theirs.create_pool()
         for role in ("editor", "viewer"):
-            tokens[f"{project}-{role}"] = await running.api.create_token(project, role=role)
-
-        async def ready(project: str = project) -> bool:
-            found = await running.client.get(f"/api/v1/projects/{project}/compute-pools/{POOL}")
-            return bool(found.json()["status"]["state"] == "READY")
-
-        await wait_until(ready, timeout=30, message=f"{project}'s pool READY")
+            tokens[f"{project}-{role}"] = await theirs.token(role)
+        await theirs.wait_pool_state("READY")
     return tokens
 
 
@@ -82,7 +72,7 @@ async def _seconds_to_running(
 ) -> float:
     started = time.monotonic()
     assert await _submit(client, QUIET, _small(name)) == 202
-    await running.wait_state(QUIET, name, "RUNNING", "SUCCEEDED", timeout=RUNNING_WITHIN)
+    await running.scenario(QUIET).wait_state(name, "RUNNING", "SUCCEEDED", timeout=RUNNING_WITHIN)
     return time.monotonic() - started
 
 
@@ -140,7 +130,7 @@ async def _chatty(running: RunningService, tokens: dict[str, str]) -> str:
         KUBESIM_LOG_INTERVAL="1",
     )
     assert await _submit(running.client, NOISY, body) == 202
-    await running.wait_state(NOISY, "chatty", "RUNNING", timeout=RUNNING_WITHIN)
+    await running.scenario(NOISY).wait_state("chatty", "RUNNING", timeout=RUNNING_WITHIN)
     return f"/api/v1/projects/{NOISY}/workloads/chatty/logs?follow=true"
 
 
@@ -218,6 +208,8 @@ async def test_a_hundred_log_follows_do_not_stop_other_projects_workloads(
             await wait_until(lambda: follows[200] >= 30, timeout=30, message="the follows are open")
             for n in range(3):
                 await _seconds_to_running(running, quiet, f"q-{n}")
-                await running.wait_state(QUIET, f"q-{n}", "SUCCEEDED", timeout=RUNNING_WITHIN)
+                await running.scenario(QUIET).wait_state(
+                    f"q-{n}", "SUCCEEDED", timeout=RUNNING_WITHIN
+                )
             assert set(follows) <= {200}, follows
             await _chatty_done(running)

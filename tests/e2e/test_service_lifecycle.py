@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 
 from kubesim import Cluster
-from tests.e2e.scenario import PROJECT, WORKLOADS, setup_pool, submit
+from tests.support.scenario import WORKLOADS
 from tests.support.service import TEST_LEASE_TTL, TwoReplicas, start_service
 from tests.support.waiting import wait_until
 
@@ -57,9 +57,9 @@ async def test_a_stopping_replica_releases_its_leases_and_the_peer_takes_over_at
     two_replicas: TwoReplicas,
 ) -> None:
     first = two_replicas.first
-    await setup_pool(first)
-    workload = await submit(first, "long-run", env={"KUBESIM_RUN_SECONDS": "120"})
-    await first.wait_state(PROJECT, "long-run", "RUNNING")
+    await first.scenario().setup_pool()
+    workload = await first.scenario().submit("long-run", env={"KUBESIM_RUN_SECONDS": "120"})
+    await first.scenario().wait_state("long-run", "RUNNING")
     owner_id = await wait_until(
         lambda: _lease_owner(first.database_url, workload["uid"]), message="a lease owner"
     )
@@ -79,6 +79,6 @@ async def test_a_stopping_replica_releases_its_leases_and_the_peer_takes_over_at
     assert deleted.status_code == 202, deleted.text
 
     async def gone() -> bool:
-        return await peer.workload(PROJECT, "long-run") is None
+        return await peer.scenario().workload("long-run") is None
 
     await wait_until(gone, timeout=15, message="long-run finalized by the peer")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from app.kube.apply import get
 from app.kube.resources import JOBS
-from tests.e2e.scenario import NAMESPACE, WORKLOADS, setup_pool, submit
 from tests.support.api_client import bearer
+from tests.support.scenario import NAMESPACE, WORKLOADS
 from tests.support.service import RunningService
 
 
 async def test_logs_of_a_finished_workload_are_its_pods_output(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "train-a")
-    await running_service.wait_state("research", "train-a", "SUCCEEDED")
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("train-a")
+    await running_service.scenario().wait_state("train-a", "SUCCEEDED")
 
     response = await running_service.client.get(f"{WORKLOADS}/train-a/logs")
 
@@ -26,9 +26,9 @@ async def test_logs_of_a_finished_workload_are_its_pods_output(
 async def test_manifest_is_the_job_aicp_applied_for_the_current_generation(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
-    workload = await submit(running_service, "train-m")
-    done = await running_service.wait_state("research", "train-m", "SUCCEEDED")
+    await running_service.scenario().setup_pool()
+    workload = await running_service.scenario().submit("train-m")
+    done = await running_service.scenario().wait_state("train-m", "SUCCEEDED")
 
     response = await running_service.client.get(f"{WORKLOADS}/train-m/manifest")
 
@@ -48,9 +48,9 @@ async def test_manifest_is_the_job_aicp_applied_for_the_current_generation(
 async def test_logs_of_several_pods_prefix_every_line_with_its_pod(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "train-p", replicas=2, accelerators=4)
-    await running_service.wait_state("research", "train-p", "SUCCEEDED")
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("train-p", replicas=2, accelerators=4)
+    await running_service.scenario().wait_state("train-p", "SUCCEEDED")
 
     response = await running_service.client.get(f"{WORKLOADS}/train-p/logs", params={"tail": 5})
 
@@ -64,11 +64,11 @@ async def test_logs_of_several_pods_prefix_every_line_with_its_pod(
 async def test_logs_of_a_workload_still_waiting_for_quota_say_there_are_no_pods_yet(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service, accelerators=8)
-    await submit(running_service, "long", env={"KUBESIM_RUN_SECONDS": "60"})
-    await running_service.wait_state("research", "long", "RUNNING")
-    await submit(running_service, "waiting")
-    await running_service.wait_state("research", "waiting", "QUEUED")
+    await running_service.scenario().setup_pool(accelerators=8)
+    await running_service.scenario().submit("long", env={"KUBESIM_RUN_SECONDS": "60"})
+    await running_service.scenario().wait_state("long", "RUNNING")
+    await running_service.scenario().submit("waiting")
+    await running_service.scenario().wait_state("waiting", "QUEUED")
 
     response = await running_service.client.get(f"{WORKLOADS}/waiting/logs")
 
@@ -82,8 +82,8 @@ async def test_logs_of_a_workload_still_waiting_for_quota_say_there_are_no_pods_
 async def test_logs_tail_outside_1_to_10000_is_a_validation_error_naming_tail(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "train-t")
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("train-t")
 
     for tail in ("0", "10001", "many"):
         response = await running_service.client.get(
@@ -96,7 +96,7 @@ async def test_logs_tail_outside_1_to_10000_is_a_validation_error_naming_tail(
 async def test_logs_and_manifest_of_an_unknown_workload_are_404(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
 
     for view in ("logs", "manifest"):
         response = await running_service.client.get(f"{WORKLOADS}/nope/{view}")
@@ -106,9 +106,9 @@ async def test_logs_and_manifest_of_an_unknown_workload_are_404(
 async def test_a_viewer_reads_logs_and_manifest_and_a_stranger_sees_404(
     running_service: RunningService,
 ) -> None:
-    await setup_pool(running_service)
-    await submit(running_service, "shared")
-    await running_service.wait_state("research", "shared", "SUCCEEDED")
+    await running_service.scenario().setup_pool()
+    await running_service.scenario().submit("shared")
+    await running_service.scenario().wait_state("shared", "SUCCEEDED")
     viewer = await running_service.api.create_token("research", role="viewer")
     await running_service.api.create_project("other")
     stranger = await running_service.api.create_token("other", role="admin")

@@ -24,13 +24,12 @@ from tests.faults.workloads import (
     OBSERVER,
     WORKLOADS,
     Answers,
+    Careful,
     Database,
     assert_invariants,
     request,
-    setup_pool,
     submit_burst,
     wait_converged,
-    workload_body,
 )
 from tests.support.waiting import wait_until
 
@@ -82,7 +81,7 @@ async def test_backends_terminated_repeatedly_and_in_storms_during_a_burst(
 ) -> None:
     a, b = await _start_pair(replica)
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
     names = [f"kill-{n}" for n in range(BURST)]
     burst = asyncio.create_task(submit_burst([a, b], answers, names, run_seconds=1.0))
     # One backend at a time, then every backend of the database at once, repeatedly.
@@ -125,7 +124,7 @@ async def test_connections_refused_at_start_up_and_at_run_time(
     await a.wait_ready(timeout=60)
     ready_after_refusal = time.monotonic() - opened
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
 
     names = [f"refused-{n}" for n in range(max(BURST // 2, 20))]
     half = len(names) // 2
@@ -135,7 +134,9 @@ async def test_connections_refused_at_start_up_and_at_run_time(
     during = Answers()
     async with a.client(timeout=10) as client:
         for name in names[half:]:
-            response = await client.post(WORKLOADS, json=workload_body(name), timeout=10)
+            response = await client.post(
+                WORKLOADS, json=Careful([a], during).workload_body(name), timeout=10
+            )
             during.note(response)
             assert response.status_code == 503, response.text
             assert response.headers["content-type"].startswith("application/problem+json")
@@ -174,7 +175,7 @@ async def _running_on_a(
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
     names = [f"held-{n}" for n in range(count)]
     await submit_burst([a], answers, names, run_seconds=600.0)
     ids = await db.ids()

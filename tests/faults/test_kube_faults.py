@@ -15,10 +15,10 @@ from tests.faults.history import JobHistory
 from tests.faults.processes import Kubesim
 from tests.faults.workloads import (
     Answers,
+    Careful,
     Database,
     assert_invariants,
     jobs_created,
-    setup_pool,
     submit_burst,
     wait_converged,
 )
@@ -34,7 +34,7 @@ async def test_a_burst_through_api_errors_throttling_watch_drops_a_410_and_an_ou
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
 
     # A quarter of the Jobs created through 500s, the next quarter through 429s (with watch
     # streams dropping every 25 events all along), then a forced 410 and a 10 s outage.

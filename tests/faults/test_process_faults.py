@@ -30,10 +30,10 @@ from tests.faults.leases import (
 from tests.faults.processes import Replica
 from tests.faults.workloads import (
     Answers,
+    Careful,
     Database,
     assert_invariants,
     jobs_created,
-    setup_pool,
     submit_burst,
     wait_converged,
 )
@@ -67,7 +67,7 @@ async def _kill_9_and_restart(
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers, accelerators)
+    await Careful([a, b], answers).setup_pool(accelerators)
 
     names = [f"crash-{n}" for n in range(burst)]
     targets = [a, b] if through_both else [a]
@@ -195,7 +195,7 @@ async def test_a_replica_frozen_past_its_lease_ttl_lands_no_stale_kubernetes_wri
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
 
     names = [f"pause-{n}" for n in range(BURST)]
     await submit_burst([a], answers, names, run_seconds=1.0)  # all leased to a on create
@@ -234,7 +234,7 @@ async def test_sigterm_hands_every_lease_to_the_peer_at_once(
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(), b.wait_ready())
     answers = Answers()
-    await setup_pool([a, b], answers)
+    await Careful([a, b], answers).setup_pool()
     names = [f"handoff-{n}" for n in range(min(BURST, 30))]
     await submit_burst([a], answers, names, run_seconds=4.0)
     await wait_until(lambda: jobs_created(history, len(names)), timeout=60, interval=0.1)

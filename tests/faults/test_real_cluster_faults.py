@@ -28,10 +28,10 @@ from tests.faults.real_history import WatchedJobHistory
 from tests.faults.workloads import (
     PROJECT,
     Answers,
+    Careful,
     Database,
     assert_invariants,
     jobs_created,
-    setup_pool,
     submit_burst,
     wait_converged,
 )
@@ -107,7 +107,7 @@ async def _started(pair: tuple[Replica, Replica]) -> tuple[Replica, Replica, Ans
     await asyncio.gather(a.start(), b.start())
     await asyncio.gather(a.wait_ready(60), b.wait_ready(60))
     answers = Answers()
-    await setup_pool([a, b], answers, GPUS)
+    await Careful([a, b], answers).setup_pool(GPUS)
     return a, b, answers
 
 

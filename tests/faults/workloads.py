@@ -20,13 +20,20 @@ import httpx
 
 from tests.faults.history import JobHistory
 from tests.faults.processes import Replica
+from tests.support.scenario import Scenario
 from tests.support.waiting import wait_until
 
 PROJECT = "faults"
 POOL = "gpus"
-CLASS = "h100-80g"
 WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
 PROBLEM = "application/problem+json"
+#: A fault scenario's workloads: one GPU each, done after half a second.
+DEFAULTS: dict[str, Any] = {
+    "accelerators": 1,
+    "cpu": "1",
+    "memory": "1Gi",
+    "env": {"KUBESIM_RUN_SECONDS": "0.5"},
+}
 
 
 @dataclass
@@ -49,20 +56,6 @@ class Answers:
         assert self.unavailable_without_retry_after == 0
 
 
-def workload_body(name: str, run_seconds: float = 0.5) -> dict[str, Any]:
-    return {
-        "name": name,
-        "compute_pool": POOL,
-        "image": "ghcr.io/acme/train:1.4",
-        "command": ["python", "train.py"],
-        "accelerators": 1,
-        "cpu": "1",
-        "memory": "1Gi",
-        "max_runtime_seconds": 3600,
-        "env": {"KUBESIM_RUN_SECONDS": str(run_seconds)},
-    }
-
-
 async def request(
     replicas: list[Replica],
     answers: Answers,
@@ -70,6 +63,7 @@ async def request(
     path: str,
     *,
     json: Any = None,
+    params: dict[str, Any] | None = None,
     key: str | None = None,
     accept: tuple[int, ...] = (200, 202, 204),
     deadline: float = 120.0,
@@ -85,7 +79,9 @@ async def request(
             await asyncio.sleep(0.05)
             continue
         try:
-            response = await replica.http.request(method, path, json=json, headers=headers)
+            response = await replica.http.request(
+                method, path, json=json, params=params, headers=headers
+            )
         except httpx.HTTPError:
             answers.lost += 1
             await asyncio.sleep(0.05)
@@ -100,48 +96,33 @@ async def request(
     raise AssertionError("unreachable")
 
 
-async def setup_pool(replicas: list[Replica], answers: Answers, accelerators: int = 32) -> None:
-    """Binding, project and pool, waited for until READY."""
-    await request(
-        replicas,
-        answers,
-        "PUT",
-        f"/api/v1/accelerator-bindings/{CLASS}",
-        json={
-            "resource_name": "nvidia.com/gpu",
-            "flavor": CLASS,
-            "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-        },
-        accept=(200, 201),
-    )
-    await request(
-        replicas, answers, "POST", "/api/v1/projects", json={"name": PROJECT}, key="project"
-    )
-    pool = {
-        "name": POOL,
-        "accelerator_class": CLASS,
-        "quota": {
-            "accelerators": accelerators,
-            "cpu": str(max(512, accelerators)),
-            "memory": "4Ti",
-        },
-    }
-    await request(
-        replicas,
-        answers,
-        "POST",
-        f"/api/v1/projects/{PROJECT}/compute-pools",
-        json=pool,
-        key="pool",
-    )
+class Careful(Scenario):
+    """The scenario API (tests/support/scenario.py) for the project `faults` and its pool
+    `gpus` (32 GPUs unless told otherwise; 1-GPU workloads), sent by `request` to `replicas`
+    as a careful client does; a create without a key of its own carries one made of its path
+    and name."""
 
-    async def ready() -> bool:
-        response = await request(
-            replicas, answers, "GET", f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}"
+    def __init__(self, replicas: list[Replica], answers: Answers) -> None:
+        super().__init__(
+            None,
+            project=PROJECT,
+            pool=POOL,
+            accelerators=32,
+            defaults=DEFAULTS,
+            wait_timeout=30,
+            interval=0.1,
         )
-        return bool(response.json()["status"]["state"] == "READY")
+        self.replicas = replicas
+        self.answers = answers
 
-    await wait_until(ready, timeout=30, interval=0.1, message="pool READY")
+    async def request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        body = options.get("json")
+        if not options.get("key") and method == "POST" and isinstance(body, dict):
+            options["key"] = f"{path}/{body['name']}"
+        return await request(self.replicas, self.answers, method, path, **options)
+
+    def quota(self, accelerators: int) -> dict[str, Any]:
+        return {"accelerators": accelerators, "cpu": str(max(512, accelerators)), "memory": "4Ti"}
 
 
 async def submit_burst(
@@ -159,8 +140,8 @@ async def submit_burst(
         # Spread the burst over the replicas; retries move on to the next ones.
         order = replicas[index % len(replicas) :] + replicas[: index % len(replicas)]
         async with gate:
-            await request(
-                order, answers, "POST", WORKLOADS, json=workload_body(name, run_seconds), key=name
+            await Careful(order, answers).submit(
+                name, key=name, env={"KUBESIM_RUN_SECONDS": str(run_seconds)}
             )
         answers.accepted.add(name)
 

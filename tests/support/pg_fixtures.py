@@ -35,7 +35,8 @@ from app.config import Settings
 from app.main import Service
 from app.store.db import Database
 from app.store.migrations import migrate
-from tests.support.api_client import ADMIN_TOKEN, Api
+from tests.support.api_client import ADMIN_TOKEN
+from tests.support.scenario import API_EXAMPLE, Scenario
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -195,9 +196,10 @@ async def app_client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-async def api(app_client: httpx.AsyncClient) -> Api:
-    """Shortcuts for setting up projects, tokens and bindings over HTTP (see ``Api``)."""
-    return Api(app_client)
+async def api(app_client: httpx.AsyncClient) -> Scenario:
+    """The scenario API over HTTP (tests/support/scenario.py): project `research`, pool
+    `h100-pool`, docs/API.md's example workload."""
+    return Scenario(app_client, defaults=API_EXAMPLE)
 
 
 # --- One service per test module, for tables of requests that change nothing -----------------

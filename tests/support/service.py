@@ -4,9 +4,10 @@ database + the full `Service` (API, reconcile engine, informers, steps) on 127.0
 - ``running_service``: one replica, ready (``/readyz`` 200) when the test starts.
 - ``two_replicas``: two replicas on one database and one kubesim (HA tests).
 
-Each yields `RunningService` objects: the base URL, an admin HTTP client, `Api` shortcuts, the
-kubesim `Cluster`, and an observer Kubernetes client (an operator's kubectl, separate from the
-service's own). Everything is stopped in order afterwards: services, then the cluster.
+Each yields `RunningService` objects: the base URL, an admin HTTP client, `Api` shortcuts,
+`scenario()` (tests/support/scenario.py), the kubesim `Cluster`, and an observer Kubernetes
+client (an operator's kubectl, separate from the service's own). Everything is stopped in
+order afterwards: services, then the cluster.
 
 To build other shapes (e.g. a service that is not ready yet), use `start_service` directly.
 """
@@ -29,6 +30,7 @@ from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN, Api
 from tests.support.kube_fixtures import api_client_for
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import PROJECT, Scenario
 from tests.support.waiting import wait_until
 
 #: Short enough that a test notices a lost lease in seconds, long enough to tell "released
@@ -64,25 +66,9 @@ class RunningService:
 
         await wait_until(ready, timeout=timeout, message=f"{self.url}/readyz 200")
 
-    async def workload(self, project: str, name: str) -> dict[str, Any] | None:
-        """The workload as the API shows it; None once it answers 404."""
-        response = await self.client.get(f"/api/v1/projects/{project}/workloads/{name}")
-        if response.status_code == 404:
-            return None
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def wait_state(
-        self, project: str, name: str, *states: str, timeout: float = 20.0
-    ) -> dict[str, Any]:
-        """Wait until the workload's `status.state` is one of `states`; return it."""
-
-        async def probe() -> dict[str, Any] | None:
-            found = await self.workload(project, name)
-            return found if found is not None and found["status"]["state"] in states else None
-
-        return await wait_until(probe, timeout=timeout, message=f"{name} in {states}")
+    def scenario(self, project: str = PROJECT, **options: Any) -> Scenario:
+        """The scenario API (tests/support/scenario.py) for `project` through the admin client."""
+        return Scenario(self.client, project=project, **options)
 
 
 @contextlib.asynccontextmanager

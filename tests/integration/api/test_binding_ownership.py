@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.integration.api.pool_workload_setup import CLASS, create_workload, project_with_pool
-from tests.support.api_client import Api
+from tests.support.scenario import CLASS, Scenario
 
 H100 = {
     "resource_name": "nvidia.com/gpu",
@@ -15,12 +14,12 @@ H100 = {
 }
 
 
-async def put(api: Api, accelerator_class: str, body: dict[str, Any]) -> Any:
+async def put(api: Scenario, accelerator_class: str, body: dict[str, Any]) -> Any:
     return await api.client.put(f"/api/v1/accelerator-bindings/{accelerator_class}", json=body)
 
 
 async def test_a_second_class_naming_a_flavor_with_other_labels_is_422_naming_flavor(
-    api: Api,
+    api: Scenario,
 ) -> None:
     assert (await put(api, "h100", H100)).status_code == 201
     other = {**H100, "node_labels": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}}
@@ -36,7 +35,7 @@ async def test_a_second_class_naming_a_flavor_with_other_labels_is_422_naming_fl
 
 
 async def test_concurrent_conflicting_bindings_for_one_flavor_let_exactly_one_in(
-    api: Api,
+    api: Scenario,
 ) -> None:
     bodies = [
         {**H100, "node_labels": {"nvidia.com/gpu.product": f"product-{index}"}}
@@ -48,16 +47,16 @@ async def test_concurrent_conflicting_bindings_for_one_flavor_let_exactly_one_in
     assert sorted(answer.status_code for answer in answers) == [201] + [422] * 5
 
 
-async def test_an_owner_may_reshape_its_flavor_while_no_one_shares_it(api: Api) -> None:
+async def test_an_owner_may_reshape_its_flavor_while_no_one_shares_it(api: Scenario) -> None:
     assert (await put(api, "h100", H100)).status_code == 201
     reshaped = {**H100, "node_labels": {"nvidia.com/gpu.product": "H100-NVL"}}
     assert (await put(api, "h100", reshaped)).status_code == 200
     assert (await put(api, "h100-alias", H100)).status_code == 422
 
 
-async def test_changing_a_binding_under_unfinished_workloads_is_409_in_use(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+async def test_changing_a_binding_under_unfinished_workloads_is_409_in_use(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     current = (await api.client.get(f"/api/v1/accelerator-bindings/{CLASS}")).json()
     body = {key: current[key] for key in ("resource_name", "flavor", "node_labels", "tolerations")}
     for change in (
@@ -77,7 +76,7 @@ async def test_changing_a_binding_under_unfinished_workloads_is_409_in_use(api: 
     assert deleted.status_code == 202
 
 
-async def test_invalid_bindings_report_every_field_kubernetes_would_refuse(api: Api) -> None:
+async def test_invalid_bindings_report_every_field_kubernetes_would_refuse(api: Scenario) -> None:
     body = {
         "resource_name": "cpu",
         "flavor": "f",

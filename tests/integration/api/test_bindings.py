@@ -60,17 +60,7 @@ async def test_deleting_an_unused_binding_is_204_and_then_it_is_gone(api: Api) -
 
 
 async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(api: Api) -> None:
-    await api.put_binding("h100-80g")
-    await api.create_project("research")
-    pool = await api.client.post(
-        "/api/v1/projects/research/compute-pools",
-        json={
-            "name": "h100-pool",
-            "accelerator_class": "h100-80g",
-            "quota": {"accelerators": 8, "cpu": "64", "memory": "512Gi"},
-        },
-    )
-    assert pool.status_code == 202, pool.text
+    await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
     assert response.status_code == 409
     problem = response.json()

@@ -5,23 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
-from tests.integration.api.pool_workload_setup import (
-    POOL,
-    POOLS,
-    WORKLOADS,
-    create_workload,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import POOL, POOLS, WORKLOADS, Scenario, example_workload
 
 
 async def test_fifty_concurrent_creates_of_one_name_give_one_202_and_forty_nine_409s(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     responses = await asyncio.gather(
-        *(api.client.post(WORKLOADS, json=workload("race", accelerators=i % 3)) for i in range(50))
+        *(
+            api.client.post(WORKLOADS, json=example_workload("race", accelerators=i % 3))
+            for i in range(50)
+        )
     )
     statuses = Counter(r.status_code for r in responses)
     assert statuses == {202: 1, 409: 49}, statuses
@@ -35,38 +30,38 @@ async def test_fifty_concurrent_creates_of_one_name_give_one_202_and_forty_nine_
     assert [e["type"] for e in events] == ["Accepted"]
 
 
-async def test_an_idempotent_replay_answers_the_first_response(api: Api) -> None:
-    await project_with_pool(api)
+async def test_an_idempotent_replay_answers_the_first_response(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     key = {"Idempotency-Key": "submit-train-7b-once"}
-    first = await api.client.post(WORKLOADS, json=workload(), headers=key)
+    first = await api.client.post(WORKLOADS, json=example_workload(), headers=key)
     assert first.status_code == 202
     assert "idempotent-replayed" not in first.headers
-    replay = await api.client.post(WORKLOADS, json=workload(), headers=key)
+    replay = await api.client.post(WORKLOADS, json=example_workload(), headers=key)
     assert replay.status_code == 202
     assert replay.headers["idempotent-replayed"] == "true"
     assert replay.headers["location"] == first.headers["location"]
     assert replay.json() == first.json()
 
-    reused = await api.client.post(WORKLOADS, json=workload(image="other:1"), headers=key)
+    reused = await api.client.post(WORKLOADS, json=example_workload(image="other:1"), headers=key)
     assert reused.status_code == 422
     assert reused.json()["type"] == "https://aicp.dev/problems/idempotency-key-reused"
     # Without the key, the same body is an ordinary duplicate.
-    assert (await api.client.post(WORKLOADS, json=workload())).status_code == 409
+    assert (await api.client.post(WORKLOADS, json=example_workload())).status_code == 409
     assert len((await api.client.get(WORKLOADS)).json()["items"]) == 1
 
 
-async def test_concurrent_retries_with_one_key_create_one_workload(api: Api) -> None:
-    await project_with_pool(api)
+async def test_concurrent_retries_with_one_key_create_one_workload(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     key = {"Idempotency-Key": "retry-storm"}
     responses = await asyncio.gather(
-        *(api.client.post(WORKLOADS, json=workload(), headers=key) for _ in range(10))
+        *(api.client.post(WORKLOADS, json=example_workload(), headers=key) for _ in range(10))
     )
     assert {r.status_code for r in responses} == {202}
     assert len({r.json()["uid"] for r in responses}) == 1
     assert sum(r.headers.get("idempotent-replayed") == "true" for r in responses) == 9
 
 
-async def test_idempotent_pool_creates_replay_too(api: Api) -> None:
+async def test_idempotent_pool_creates_replay_too(api: Scenario) -> None:
     await api.put_binding("h100-80g")
     await api.create_project("research")
     body = {
@@ -82,18 +77,18 @@ async def test_idempotent_pool_creates_replay_too(api: Api) -> None:
 
 
 async def test_paging_while_workloads_are_inserted_returns_each_existing_one_exactly_once(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     existing = [f"old-{i}" for i in range(40)]
     for name in existing:
-        await create_workload(api, name, accelerators=0)
+        await api.submit(name, accelerators=0)
     stop = asyncio.Event()
 
     async def keep_inserting() -> int:
         n = 0
         while not stop.is_set():
-            await create_workload(api, f"new-{n}", accelerators=0)
+            await api.submit(f"new-{n}", accelerators=0)
             n += 1
         return n
 
@@ -120,10 +115,11 @@ async def test_paging_while_workloads_are_inserted_returns_each_existing_one_exa
     assert [name for name in seen if name.startswith("old-")] == list(reversed(existing))
 
 
-async def test_a_pool_deleted_while_workloads_arrive_is_never_left_in_use(api: Api) -> None:
-    await project_with_pool(api)
+async def test_a_pool_deleted_while_workloads_arrive_is_never_left_in_use(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     creates = [
-        api.client.post(WORKLOADS, json=workload(f"w{i}", accelerators=0)) for i in range(20)
+        api.client.post(WORKLOADS, json=example_workload(f"w{i}", accelerators=0))
+        for i in range(20)
     ]
     results = await asyncio.gather(
         *creates[:10], api.client.delete(f"{POOLS}/{POOL}"), *creates[10:]

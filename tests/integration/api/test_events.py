@@ -4,28 +4,20 @@ from __future__ import annotations
 
 import asyncpg
 
-from tests.integration.api.pool_workload_setup import (
-    POOL,
-    POOLS,
-    PROJECT,
-    WORKLOADS,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import POOL, POOLS, PROJECT, WORKLOADS, Scenario, example_workload
 
 
-async def test_each_write_is_recorded_with_the_token_that_made_it(api: Api) -> None:
-    await project_with_pool(api)
+async def test_each_write_is_recorded_with_the_token_that_made_it(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     token = await api.create_token(PROJECT, role="editor", name="alice")
     tokens = (await api.client.get(f"/api/v1/projects/{PROJECT}/tokens")).json()["items"]
     actor = "token:" + next(t["id"] for t in tokens if t["name"] == "alice")
     async with api.as_token(token) as alice:
-        created = await alice.post(WORKLOADS, json=workload())
+        created = await alice.post(WORKLOADS, json=example_workload())
         assert created.status_code == 202
         assert created.json()["created_by"] == actor
         assert (
-            await alice.put(f"{WORKLOADS}/train-7b", json=workload(retries=2))
+            await alice.put(f"{WORKLOADS}/train-7b", json=example_workload(retries=2))
         ).status_code == 202
     assert (await api.client.delete(f"{WORKLOADS}/train-7b")).status_code == 202
 
@@ -39,11 +31,11 @@ async def test_each_write_is_recorded_with_the_token_that_made_it(api: Api) -> N
     assert all(e["message"].endswith(".") and e["at"].endswith("Z") for e in events)
 
 
-async def test_a_tokens_events_show_its_name_even_after_it_is_revoked(api: Api) -> None:
-    await project_with_pool(api)
+async def test_a_tokens_events_show_its_name_even_after_it_is_revoked(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     token = await api.create_token(PROJECT, role="editor", name="alice")
     async with api.as_token(token) as alice:
-        assert (await alice.post(WORKLOADS, json=workload())).status_code == 202
+        assert (await alice.post(WORKLOADS, json=example_workload())).status_code == 202
     tokens = (await api.client.get(f"/api/v1/projects/{PROJECT}/tokens")).json()["items"]
     alice_id = next(t["id"] for t in tokens if t["name"] == "alice")
     assert (
@@ -58,10 +50,10 @@ async def test_a_tokens_events_show_its_name_even_after_it_is_revoked(api: Api) 
 
 
 async def test_what_the_controller_records_appears_in_the_trail(
-    api: Api, database_url: str
+    api: Scenario, database_url: str
 ) -> None:
-    await project_with_pool(api)
-    uid = (await api.client.post(WORKLOADS, json=workload())).json()["uid"]
+    await api.setup_pool(wait=False)
+    uid = (await api.client.post(WORKLOADS, json=example_workload())).json()["uid"]
     conn = await asyncpg.connect(database_url)
     try:
         # As the reconciler writes them: same table, its own actor.
@@ -83,8 +75,8 @@ async def test_what_the_controller_records_appears_in_the_trail(
     assert events[0]["reason"] == "Created" and events[0]["message"].startswith("Job ")
 
 
-async def test_pool_events_page_with_a_cursor(api: Api) -> None:
-    await project_with_pool(api)
+async def test_pool_events_page_with_a_cursor(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     for accelerators in (17, 18, 19, 20):
         quota = {"accelerators": accelerators, "cpu": "256", "memory": "2Ti"}
         assert (await api.client.patch(f"{POOLS}/{POOL}", json={"quota": quota})).status_code == 202

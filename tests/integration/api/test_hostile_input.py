@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 
 from app.api.field_labels import known_fields
+from tests.support.scenario import Scenario
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -26,16 +27,7 @@ BODY_ROUTES = [
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def research(shared_client: httpx.AsyncClient) -> httpx.AsyncClient:
-    await shared_client.put(
-        "/api/v1/accelerator-bindings/h100-80g",
-        json={"resource_name": "nvidia.com/gpu", "flavor": "h100-80g", "node_labels": {}},
-    )
-    await shared_client.post("/api/v1/projects", json={"name": "research"})
-    quota = {"accelerators": 16, "cpu": "256", "memory": "2Ti"}
-    await shared_client.post(
-        "/api/v1/projects/research/compute-pools",
-        json={"name": "h100-pool", "accelerator_class": "h100-80g", "quota": quota},
-    )
+    await Scenario(shared_client, binding={"node_labels": {}}).setup_pool(wait=False)
     return shared_client
 
 

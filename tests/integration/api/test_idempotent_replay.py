@@ -7,13 +7,7 @@ from __future__ import annotations
 import asyncpg
 import httpx
 
-from tests.integration.api.pool_workload_setup import (
-    PROJECT,
-    WORKLOADS,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import PROJECT, WORKLOADS, Scenario, example_workload
 
 
 def keyed(key: str) -> dict[str, str]:
@@ -29,26 +23,26 @@ def assert_gone(response: httpx.Response, noun: str, name: str) -> None:
     assert "idempotent-replayed" not in response.headers
 
 
-async def test_a_replay_while_the_workload_exists_answers_the_first_response(api: Api) -> None:
-    await project_with_pool(api)
-    first = await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-1"))
+async def test_a_replay_while_the_workload_exists_answers_the_first_response(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    first = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
     assert first.status_code == 202, first.text
-    again = await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-1"))
+    again = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
     assert again.status_code == 202
     assert again.headers["idempotent-replayed"] == "true"
     assert again.json() == first.json()
 
 
 async def test_a_replay_after_the_workload_was_deleted_is_410_not_a_202(
-    api: Api, database_url: str
+    api: Scenario, database_url: str
 ) -> None:
-    await project_with_pool(api)
-    first = await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-1"))
+    await api.setup_pool(wait=False)
+    first = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
     assert first.status_code == 202, first.text
     deleting = await api.client.delete(f"{WORKLOADS}/keyed")
     assert deleting.status_code == 202
     assert_gone(
-        await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-1")),
+        await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1")),
         "Workload",
         "keyed",
     )
@@ -58,17 +52,17 @@ async def test_a_replay_after_the_workload_was_deleted_is_410_not_a_202(
         await conn.execute("DELETE FROM workloads WHERE name = 'keyed'")
     finally:
         await conn.close()
-    gone = await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-1"))
+    gone = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
     assert_gone(gone, "Workload", "keyed")
     assert "has since been deleted" in gone.json()["detail"]
     assert (await api.client.get(f"{WORKLOADS}/keyed")).status_code == 404
     # A new key creates it again.
-    fresh = await api.client.post(WORKLOADS, json=workload("keyed"), headers=keyed("w-2"))
+    fresh = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-2"))
     assert fresh.status_code == 202, fresh.text
     assert fresh.json()["uid"] != first.json()["uid"]
 
 
-async def test_a_replay_after_the_pool_or_the_project_was_deleted_is_410(api: Api) -> None:
+async def test_a_replay_after_the_pool_or_the_project_was_deleted_is_410(api: Scenario) -> None:
     await api.put_binding("h100-80g")
     body = {"name": "keyed-project"}
     assert (
@@ -91,7 +85,7 @@ async def test_a_replay_after_the_pool_or_the_project_was_deleted_is_410(api: Ap
     ).status_code == 202
 
 
-async def test_a_replay_of_a_token_create_after_its_revocation_is_410(api: Api) -> None:
+async def test_a_replay_of_a_token_create_after_its_revocation_is_410(api: Scenario) -> None:
     await api.create_project(PROJECT)
     tokens = f"/api/v1/projects/{PROJECT}/tokens"
     body = {"name": "ci", "role": "viewer", "expires_in_days": 1}
@@ -105,7 +99,7 @@ async def test_a_replay_of_a_token_create_after_its_revocation_is_410(api: Api) 
     assert "revoked" in gone.json()["detail"]
 
 
-async def test_a_replay_after_the_project_was_deleted_is_410(api: Api) -> None:
+async def test_a_replay_after_the_project_was_deleted_is_410(api: Scenario) -> None:
     body = {"name": "short-lived"}
     assert (
         await api.client.post("/api/v1/projects", json=body, headers=keyed("p"))

@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.integration.api.pool_workload_setup import CLASS, create_pool
-from tests.support.api_client import Api
+from tests.support.scenario import CLASS, Scenario
 
 
-async def next_cursor(api: Api, path: str, **params: Any) -> str:
+async def next_cursor(api: Scenario, path: str, **params: Any) -> str:
     response = await api.client.get(path, params={"limit": 1, **params})
     assert response.status_code == 200, response.text
     cursor: str = response.json()["next_cursor"]
@@ -19,7 +18,7 @@ async def next_cursor(api: Api, path: str, **params: Any) -> str:
     return cursor
 
 
-async def assert_cursor_refused(api: Api, path: str, cursor: str, **params: Any) -> None:
+async def assert_cursor_refused(api: Scenario, path: str, cursor: str, **params: Any) -> None:
     response = await api.client.get(path, params={"cursor": cursor, **params})
     assert response.status_code == 422, response.text
     body = response.json()
@@ -27,13 +26,13 @@ async def assert_cursor_refused(api: Api, path: str, cursor: str, **params: Any)
     assert [error["field"] for error in body["errors"]] == ["cursor"]
 
 
-async def test_cursors_are_refused_by_every_other_list(api: Api) -> None:
+async def test_cursors_are_refused_by_every_other_list(api: Scenario) -> None:
     await api.put_binding(CLASS)
     await api.put_binding("a100-40g")
     for project in ("alpha", "beta"):
         await api.create_project(project)
         for pool in ("p1", "p2"):
-            await create_pool(api, name=pool, project=project)
+            await api.for_project(project).create_pool(pool)
     quota = {"quota": {"accelerators": 1, "cpu": "1", "memory": "1Gi"}}
     patched = await api.client.patch("/api/v1/projects/alpha/compute-pools/p1", json=quota)
     assert patched.status_code == 202, patched.text
@@ -55,11 +54,11 @@ async def test_cursors_are_refused_by_every_other_list(api: Api) -> None:
                 await assert_cursor_refused(api, path, cursor, **params)
 
 
-async def test_a_cursor_is_bound_to_the_filters_it_was_issued_with(api: Api) -> None:
+async def test_a_cursor_is_bound_to_the_filters_it_was_issued_with(api: Scenario) -> None:
     await api.put_binding(CLASS)
     await api.create_project("alpha")
-    await create_pool(api, name="p1", project="alpha")
-    await create_pool(api, name="p2", project="alpha")
+    await api.for_project("alpha").create_pool("p1")
+    await api.for_project("alpha").create_pool("p2")
     path = "/api/v1/projects/alpha/compute-pools"
     cursor = await next_cursor(api, "/api/v1/projects/alpha/compute-pools")
     workloads = "/api/v1/projects/alpha/workloads"
@@ -79,7 +78,7 @@ async def test_a_cursor_is_bound_to_the_filters_it_was_issued_with(api: Api) -> 
         pytest.param(lambda c: "bm90IGEgY3Vyc29y", id="plain-base64"),
     ],
 )
-async def test_a_tampered_cursor_is_422(api: Api, mutation: Any) -> None:
+async def test_a_tampered_cursor_is_422(api: Scenario, mutation: Any) -> None:
     for name in ("alpha", "beta"):
         await api.create_project(name)
     cursor = await next_cursor(api, "/api/v1/projects")

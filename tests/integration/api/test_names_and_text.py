@@ -16,6 +16,8 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.scenario import Scenario
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 QUOTA = {"accelerators": 1, "cpu": "4", "memory": "16Gi"}
@@ -26,12 +28,8 @@ BINDING = {"resource_name": "nvidia.com/gpu", "flavor": "h100-80g", "node_labels
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(shared_client: httpx.AsyncClient) -> httpx.AsyncClient:
-    response = await shared_client.put("/api/v1/accelerator-bindings/h100-80g", json=BINDING)
-    assert response.status_code in (200, 201), response.text
-    response = await shared_client.post("/api/v1/projects", json={"name": "texts"})
-    assert response.status_code == 202, response.text
-    response = await shared_client.post("/api/v1/projects/texts/compute-pools", json=POOL)
-    assert response.status_code == 202, response.text
+    texts = Scenario(shared_client, project="texts", pool="pool", binding={"node_labels": {}})
+    await texts.setup_pool(quota=QUOTA, wait=False)
     return shared_client
 
 

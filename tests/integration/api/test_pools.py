@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import httpx
 
-from tests.integration.api.pool_workload_setup import (
+from tests.support.scenario import (
     CLASS,
     POOL,
     POOLS,
     PROJECT,
     QUOTA,
     WORKLOADS,
-    create_pool,
-    create_workload,
-    project_with_pool,
-    workload,
+    Scenario,
+    example_workload,
 )
-from tests.support.api_client import Api
 
 
 async def test_creating_a_pool_answers_202_with_location_queue_names_and_zero_usage(
-    api: Api,
+    api: Scenario,
 ) -> None:
     await api.put_binding(CLASS)
     await api.create_project(PROJECT)
@@ -50,11 +47,11 @@ async def test_creating_a_pool_answers_202_with_location_queue_names_and_zero_us
     assert fetched.headers["etag"] == '"1"'
 
 
-async def test_pools_list_newest_first_in_pages(api: Api) -> None:
+async def test_pools_list_newest_first_in_pages(api: Scenario) -> None:
     await api.put_binding(CLASS)
     await api.create_project(PROJECT)
     for name in ("alpha", "beta", "gamma"):
-        await create_pool(api, name)
+        await api.create_pool(name)
     first = (await api.client.get(POOLS, params={"limit": 2})).json()
     assert [p["name"] for p in first["items"]] == ["gamma", "beta"]
     second = (
@@ -64,10 +61,10 @@ async def test_pools_list_newest_first_in_pages(api: Api) -> None:
     assert second["next_cursor"] is None
 
 
-async def test_a_pool_counts_the_workloads_waiting_in_it(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "one")
-    await create_workload(api, "two")
+async def test_a_pool_counts_the_workloads_waiting_in_it(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("one")
+    await api.submit("two")
     usage = (await api.client.get(f"{POOLS}/{POOL}")).json()["status"]["usage"]
     assert usage["workloads_pending"] == 2 and usage["workloads_admitted"] == 0
     listed = (await api.client.get(POOLS)).json()["items"][0]["status"]["usage"]
@@ -75,9 +72,9 @@ async def test_a_pool_counts_the_workloads_waiting_in_it(api: Api) -> None:
 
 
 async def test_changing_the_quota_is_a_new_generation_with_an_event_and_honours_if_match(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     new_quota = {"accelerators": 32, "cpu": "512", "memory": "4Ti"}
     stale = await api.client.patch(
         f"{POOLS}/{POOL}", json={"quota": new_quota}, headers={"If-Match": '"7"'}
@@ -102,7 +99,7 @@ async def test_changing_the_quota_is_a_new_generation_with_an_event_and_honours_
     ]
 
 
-async def test_a_pool_needs_an_existing_binding_and_a_free_name(api: Api) -> None:
+async def test_a_pool_needs_an_existing_binding_and_a_free_name(api: Scenario) -> None:
     await api.create_project(PROJECT)
     missing = await api.client.post(
         POOLS, json={"name": POOL, "accelerator_class": "tpu-v5", "quota": QUOTA}
@@ -111,7 +108,7 @@ async def test_a_pool_needs_an_existing_binding_and_a_free_name(api: Api) -> Non
     assert [e["field"] for e in missing.json()["errors"]] == ["accelerator_class"]
 
     await api.put_binding(CLASS)
-    await create_pool(api)
+    await api.create_pool()
     again = await api.client.post(
         POOLS, json={"name": POOL, "accelerator_class": CLASS, "quota": QUOTA}
     )
@@ -119,9 +116,9 @@ async def test_a_pool_needs_an_existing_binding_and_a_free_name(api: Api) -> Non
     assert again.json()["type"] == "https://aicp.dev/problems/already-exists"
 
 
-async def test_a_pool_in_use_cannot_be_deleted_until_its_workloads_are(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "train-7b")
+async def test_a_pool_in_use_cannot_be_deleted_until_its_workloads_are(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     refused = await api.client.delete(f"{POOLS}/{POOL}")
     assert refused.status_code == 409
     assert refused.json()["type"].endswith("/in-use")
@@ -139,11 +136,11 @@ async def test_a_pool_in_use_cannot_be_deleted_until_its_workloads_are(api: Api)
     assert (await api.client.delete(f"{POOLS}/{POOL}")).status_code == 202
 
 
-async def test_a_pool_being_deleted_takes_no_new_work_changes_or_namesakes(api: Api) -> None:
-    await project_with_pool(api)
+async def test_a_pool_being_deleted_takes_no_new_work_changes_or_namesakes(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     assert (await api.client.delete(f"{POOLS}/{POOL}")).status_code == 202
 
-    new_workload = await api.client.post(WORKLOADS, json=workload())
+    new_workload = await api.client.post(WORKLOADS, json=example_workload())
     assert new_workload.status_code == 422
     assert [e["field"] for e in new_workload.json()["errors"]] == ["compute_pool"]
     assert "being deleted" in new_workload.json()["errors"][0]["message"]
@@ -159,7 +156,7 @@ async def test_a_pool_being_deleted_takes_no_new_work_changes_or_namesakes(api: 
     assert namesake.json()["type"].endswith("/being-deleted")
 
 
-async def test_invalid_pools_are_refused_with_every_bad_field_named(api: Api) -> None:
+async def test_invalid_pools_are_refused_with_every_bad_field_named(api: Scenario) -> None:
     await api.put_binding(CLASS)
     await api.create_project(PROJECT)
     cases = [
@@ -189,18 +186,18 @@ async def test_invalid_pools_are_refused_with_every_bad_field_named(api: Api) ->
 
 
 async def test_long_project_and_pool_names_give_a_hash_shortened_cluster_queue(
-    api: Api,
+    api: Scenario,
 ) -> None:
     project, pool = "p" * 30, "q" * 30
     await api.put_binding(CLASS)
     await api.create_project(project)
-    body = await create_pool(api, pool, project=project)
+    body = await api.for_project(project).create_pool(pool)
     queue = body["status"]["cluster_queue"]
     assert len(queue) <= 63 and queue.startswith("aicp-" + "p" * 30 + "-q")
     assert body["status"]["local_queue"] == pool
 
 
-async def test_an_unknown_pool_is_404(app_client: httpx.AsyncClient, api: Api) -> None:
+async def test_an_unknown_pool_is_404(app_client: httpx.AsyncClient, api: Scenario) -> None:
     await api.create_project(PROJECT)
     for method in ("GET", "DELETE"):
         response = await app_client.request(method, f"{POOLS}/nope")

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import CLASS
-from tests.support.api_client import ADMIN_TOKEN, Api
+from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import Cli
+from tests.support.scenario import CLASS, Scenario
 
 P = "/api/v1/projects/tenant"
 POOLS = f"{P}/compute-pools"
@@ -28,7 +28,7 @@ def pool(name: str, accelerators: int, cpu: str = "8", memory: str = "64Gi", **m
     }
 
 
-async def limited(api: Api, limits: Any = LIMITS) -> None:
+async def limited(api: Scenario, limits: Any = LIMITS) -> None:
     await api.put_binding(CLASS)
     await api.put_binding("a100-40g")
     created = await api.create_project("tenant", limits=limits)
@@ -45,7 +45,7 @@ def exceeded(response: httpx.Response) -> list[dict[str, str]]:
 
 
 async def test_a_pool_beyond_the_projects_limit_is_422_naming_the_limit_and_numbers(
-    api: Api,
+    api: Scenario,
 ) -> None:
     await limited(api)
     assert (await api.client.post(POOLS, json=pool("first", 12))).status_code == 202
@@ -65,7 +65,7 @@ async def test_a_pool_beyond_the_projects_limit_is_422_naming_the_limit_and_numb
     assert exceeded(await api.client.post(POOLS, json=pool("one-more", 1)))
 
 
-async def test_cpu_memory_and_classes_not_named_are_limited_too(api: Api) -> None:
+async def test_cpu_memory_and_classes_not_named_are_limited_too(api: Scenario) -> None:
     await limited(api)
     over = await api.client.post(POOLS, json=pool("big", 1, cpu="300", memory="3Ti"))
     assert [(e["limit"], e["allowed"], e["requested"]) for e in exceeded(over)] == [
@@ -79,7 +79,7 @@ async def test_cpu_memory_and_classes_not_named_are_limited_too(api: Api) -> Non
     assert cpu_only.status_code == 202, cpu_only.text
 
 
-async def test_a_quota_change_beyond_the_limit_is_422_and_within_it_202(api: Api) -> None:
+async def test_a_quota_change_beyond_the_limit_is_422_and_within_it_202(api: Scenario) -> None:
     await limited(api)
     assert (await api.client.post(POOLS, json=pool("a", 8))).status_code == 202
     assert (await api.client.post(POOLS, json=pool("b", 8))).status_code == 202
@@ -97,7 +97,7 @@ async def test_a_quota_change_beyond_the_limit_is_422_and_within_it_202(api: Api
     assert (await api.client.patch(f"{POOLS}/a", json={"quota": quota})).status_code == 202
 
 
-async def test_without_limits_a_project_is_unlimited_as_before(api: Api) -> None:
+async def test_without_limits_a_project_is_unlimited_as_before(api: Scenario) -> None:
     await api.put_binding(CLASS)
     created = await api.create_project("tenant")
     assert created["limits"] is None
@@ -105,7 +105,7 @@ async def test_without_limits_a_project_is_unlimited_as_before(api: Api) -> None
     assert huge.status_code == 202, huge.text
 
 
-async def test_pools_created_at_once_never_hold_more_than_the_limit_together(api: Api) -> None:
+async def test_pools_created_at_once_never_hold_more_than_the_limit_together(api: Scenario) -> None:
     await limited(api)
     answers = await asyncio.gather(
         *(api.client.post(POOLS, json=pool(f"p-{n}", 3)) for n in range(12))
@@ -116,7 +116,9 @@ async def test_pools_created_at_once_never_hold_more_than_the_limit_together(api
     assert sum(p["quota"]["accelerators"] for p in held) == 15
 
 
-async def test_limits_below_what_the_pools_hold_are_409_and_other_changes_202(api: Api) -> None:
+async def test_limits_below_what_the_pools_hold_are_409_and_other_changes_202(
+    api: Scenario,
+) -> None:
     await limited(api)
     assert (await api.client.post(POOLS, json=pool("a", 12, cpu="200"))).status_code == 202
     lower = await api.client.patch(P, json={"limits": {"accelerators": {CLASS: 8}, "cpu": "100"}})
@@ -138,7 +140,7 @@ async def test_limits_below_what_the_pools_hold_are_409_and_other_changes_202(ap
     assert (await api.client.get(P)).json()["limits"] is None
 
 
-async def test_bad_limits_are_422_and_only_the_platform_admin_sets_them(api: Api) -> None:
+async def test_bad_limits_are_422_and_only_the_platform_admin_sets_them(api: Scenario) -> None:
     await api.put_binding(CLASS)
     bad = await api.client.post(
         "/api/v1/projects",
@@ -157,7 +159,7 @@ async def test_bad_limits_are_422_and_only_the_platform_admin_sets_them(api: Api
 
 
 async def test_the_cli_creates_a_project_with_limits_and_shows_them(
-    service: Service, api: Api, tmp_path: Path
+    service: Service, api: Scenario, tmp_path: Path
 ) -> None:
     await api.put_binding(CLASS)
     cli = Cli(service.url, ADMIN_TOKEN, tmp_path)

@@ -68,17 +68,7 @@ async def test_every_project_write_is_an_event_with_its_actor(api: Api, database
 
 
 async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Api) -> None:
-    await api.put_binding("h100-80g")
-    await api.create_project("research")
-    pool = await api.client.post(
-        "/api/v1/projects/research/compute-pools",
-        json={
-            "name": "h100-pool",
-            "accelerator_class": "h100-80g",
-            "quota": {"accelerators": 8, "cpu": "64", "memory": "512Gi"},
-        },
-    )
-    assert pool.status_code == 202, pool.text
+    await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/projects/research")
     assert response.status_code == 409
     problem = response.json()

@@ -33,14 +33,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import (
-    CLASS,
-    POOL,
-    PROJECT,
-    create_workload,
-    project_with_pool,
-)
-from tests.support.api_client import ADMIN_TOKEN, Api
+from tests.support.api_client import ADMIN_TOKEN
+from tests.support.scenario import CLASS, POOL, PROJECT, Scenario
 
 EXAMPLES_PER_OPERATION = 15
 #: Total cases wanted by the long run (`make fuzz`); 0 for the CI run.
@@ -113,9 +107,9 @@ def _exercise(base_url: str) -> tuple[int, list[str]]:
     return ran, failures
 
 
-async def test_no_operation_answers_5xx_or_off_schema(api: Api, service: Service) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+async def test_no_operation_answers_5xx_or_off_schema(api: Scenario, service: Service) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     ran, failures = await asyncio.to_thread(_exercise, service.url)
     print(f"schemathesis: {ran} cases, {len(failures)} operations failing")
     assert ran >= max(100, FUZZ_CASES)

@@ -8,13 +8,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from tests.integration.api.pool_workload_setup import (
-    WORKLOADS,
-    create_pool,
-    create_workload,
-    project_with_pool,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import WORKLOADS, Scenario
 from tests.support.sse import open_stream
 
 pytestmark = pytest.mark.timeout(30)
@@ -31,28 +25,28 @@ async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
         await conn.close()
 
 
-async def test_a_pool_filtered_list_watch_and_list_show_the_same_workloads(api: Api) -> None:
-    await project_with_pool(api)
-    await create_pool(api, OTHER_POOL)
-    await create_workload(api, "in-h100")
-    await create_workload(api, "in-a100", compute_pool=OTHER_POOL)
+async def test_a_pool_filtered_list_watch_and_list_show_the_same_workloads(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.create_pool(OTHER_POOL)
+    await api.submit("in-h100")
+    await api.submit("in-a100", compute_pool=OTHER_POOL)
     listed = await api.client.get(WORKLOADS, params={"compute_pool": OTHER_POOL})
     assert [w["name"] for w in listed.json()["items"]] == ["in-a100"]
     params = {"watch": "true", "compute_pool": OTHER_POOL}
     async with open_stream(api.client, WORKLOADS, params=params) as stream:
         first = await stream.next()
         assert (first.type, first.object["name"]) == ("ADDED", "in-a100")
-        await create_workload(api, "later-h100")
-        await create_workload(api, "later-a100", compute_pool=OTHER_POOL)
+        await api.submit("later-h100")
+        await api.submit("later-a100", compute_pool=OTHER_POOL)
         live = await stream.next()
         assert (live.type, live.object["name"]) == ("ADDED", "later-a100")
 
 
 async def test_every_change_in_the_log_names_its_pool_by_id(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "a")
+    await api.setup_pool(wait=False)
+    await api.submit("a")
     rows = await sql.fetch(
         "SELECT c.pool_id, w.pool_id AS current FROM workload_changes c"
         " JOIN workloads w ON w.id = c.id"

@@ -18,14 +18,8 @@ import httpx
 import pytest
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import (
-    PROJECT,
-    WORKLOADS,
-    create_workload,
-    project_with_pool,
-)
-from tests.support.api_client import Api
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import API_EXAMPLE, PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream, status_of
 
 pytestmark = pytest.mark.timeout(30)
@@ -55,10 +49,10 @@ async def observe(
 
 
 async def test_a_watch_sends_the_workload_then_each_change_in_order_then_its_deletion(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     async with open_stream(api.client, f"{WORKLOADS}/train-7b/watch") as stream:
         first = await stream.next()
         assert (first.type, first.state, first.id) == ("ADDED", "PENDING", None)
@@ -77,10 +71,10 @@ async def test_a_watch_sends_the_workload_then_each_change_in_order_then_its_del
 
 
 async def test_resuming_with_last_event_id_misses_nothing_and_repeats_nothing(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     async with open_stream(api.client, f"{WORKLOADS}/train-7b/watch") as stream:
         await stream.next()
         await observe(sql, "train-7b", "QUEUED")
@@ -99,16 +93,16 @@ async def test_resuming_with_last_event_id_misses_nothing_and_repeats_nothing(
 
 
 async def test_a_resume_over_many_large_changes_replays_each_once_in_order(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     big = {f"BLOB_{i}": "x" * 32000 for i in range(7)}  # near the 256 KiB body limit
     async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
-        await create_workload(api, "w0", accelerators=0, env=big)
+        await api.submit("w0", accelerators=0, env=big)
         last = (await stream.next()).id
     names = [f"w{i}" for i in range(1, 25)]
     for name in names:
-        await create_workload(api, name, accelerators=0, env=big)
+        await api.submit(name, accelerators=0, env=big)
     async with open_stream(
         api.client, WORKLOADS, params={"watch": "true"}, last_event_id=last
     ) as resumed:
@@ -120,16 +114,16 @@ async def test_a_resume_over_many_large_changes_replays_each_once_in_order(
 
 
 async def test_a_list_watch_follows_the_filters_and_new_workloads(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "a")
+    await api.setup_pool(wait=False)
+    await api.submit("a")
     watch_all = open_stream(api.client, WORKLOADS, params={"watch": "true"})
     watch_running = open_stream(api.client, WORKLOADS, params={"watch": "true", "state": "RUNNING"})
     async with watch_all as everything, watch_running as running:
         added = await everything.next()
         assert (added.type, added.object["name"]) == ("ADDED", "a")
-        await create_workload(api, "b")
+        await api.submit("b")
         new = await everything.next()
         assert (new.type, new.object["name"]) == ("ADDED", "b")
         await observe(sql, "a", "RUNNING")
@@ -146,11 +140,11 @@ async def test_a_list_watch_follows_the_filters_and_new_workloads(
 
 
 async def test_another_projects_workload_is_not_found_and_an_unknown_one_neither(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
-    await project_with_pool(api, project="other")
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
+    await api.for_project("other").setup_pool(wait=False)
     outsider = api.as_token(await api.create_token("other", "viewer"))
     async with outsider:
         refused = await status_of(outsider, f"{WORKLOADS}/train-7b/watch")
@@ -161,9 +155,9 @@ async def test_another_projects_workload_is_not_found_and_an_unknown_one_neither
     assert missing.status_code == 404
 
 
-async def test_a_revoked_tokens_streams_close_within_a_second(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+async def test_a_revoked_tokens_streams_close_within_a_second(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     created = await api.client.post(
         f"/api/v1/projects/{PROJECT}/tokens", json={"name": "watcher", "role": "viewer"}
     )
@@ -188,9 +182,9 @@ async def test_too_many_streams_for_one_token_is_a_429_problem(database_url: str
             base_url=service.url,
             headers={"Authorization": f"Bearer {service.settings.admin_token}"},
         ) as client:
-            api = Api(client)
-            await project_with_pool(api)
-            await create_workload(api)
+            api = Scenario(client, defaults=API_EXAMPLE)
+            await api.setup_pool(wait=False)
+            await api.submit("train-7b")
             path = f"{WORKLOADS}/train-7b/watch"
             async with open_stream(client, path) as one, open_stream(client, path) as two:
                 await one.next()
@@ -216,9 +210,9 @@ async def test_a_heartbeat_comes_when_nothing_happens_and_carries_the_position(
             base_url=service.url,
             headers={"Authorization": f"Bearer {service.settings.admin_token}"},
         ) as client:
-            api = Api(client)
-            await project_with_pool(api)
-            await create_workload(api)
+            api = Scenario(client, defaults=API_EXAMPLE)
+            await api.setup_pool(wait=False)
+            await api.submit("train-7b")
             async with open_stream(client, f"{WORKLOADS}/train-7b/watch") as stream:
                 await stream.next()
                 await stream.heartbeat(timeout=2)
@@ -235,10 +229,10 @@ async def test_a_heartbeat_comes_when_nothing_happens_and_carries_the_position(
 
 
 async def test_a_resume_point_older_than_the_history_is_410_and_nonsense_is_422(
-    api: Api, sql: asyncpg.Connection
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     await observe(sql, "train-7b", "QUEUED")
     await sql.execute("DELETE FROM workload_changes")
     expired = await status_of(api.client, f"{WORKLOADS}/train-7b/watch", last_event_id="0")
@@ -264,9 +258,9 @@ async def test_a_client_that_reads_too_slowly_is_dropped_not_buffered(
             base_url=service.url,
             headers={"Authorization": f"Bearer {service.settings.admin_token}"},
         ) as client:
-            api = Api(client)
-            await project_with_pool(api)
-            await create_workload(api)
+            api = Scenario(client, defaults=API_EXAMPLE)
+            await api.setup_pool(wait=False)
+            await api.submit("train-7b")
             async with open_stream(client, f"{WORKLOADS}/train-7b/watch") as stream:
                 await stream.next()
                 # The client reads nothing while far more than its buffer is produced.
@@ -285,11 +279,11 @@ async def _until_dropped(feed: Any) -> None:
 
 
 async def test_a_change_committed_out_of_order_waits_for_the_earlier_number_then_both_in_order(
-    api: Api, sql: asyncpg.Connection, database_url: str
+    api: Scenario, sql: asyncpg.Connection, database_url: str
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "a")
-    await create_workload(api, "b")
+    await api.setup_pool(wait=False)
+    await api.submit("a")
+    await api.submit("b")
     slow = await asyncpg.connect(database_url)
     try:
         async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
@@ -308,11 +302,11 @@ async def test_a_change_committed_out_of_order_waits_for_the_earlier_number_then
 
 
 async def test_a_number_taken_by_a_rolled_back_transaction_does_not_hold_the_stream(
-    api: Api, sql: asyncpg.Connection, database_url: str
+    api: Scenario, sql: asyncpg.Connection, database_url: str
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api, "a")
-    await create_workload(api, "b")
+    await api.setup_pool(wait=False)
+    await api.submit("a")
+    await api.submit("b")
     slow = await asyncpg.connect(database_url)
     try:
         async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
@@ -329,9 +323,9 @@ async def test_a_number_taken_by_a_rolled_back_transaction_does_not_hold_the_str
         await slow.close()
 
 
-async def test_head_on_a_stream_answers_its_headers_and_ends(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+async def test_head_on_a_stream_answers_its_headers_and_ends(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     head = await api.client.head(f"{WORKLOADS}/train-7b/watch", timeout=5)
     assert head.status_code == 200
     assert head.headers["content-type"].startswith("text/event-stream")
@@ -341,7 +335,9 @@ async def test_head_on_a_stream_answers_its_headers_and_ends(api: Api) -> None:
     assert listing.status_code == 200
 
 
-async def test_a_platform_admins_stream_ends_once_its_project_is_being_deleted(api: Api) -> None:
+async def test_a_platform_admins_stream_ends_once_its_project_is_being_deleted(
+    api: Scenario,
+) -> None:
     await api.create_project("doomed")
     async with open_stream(api.client, "/api/v1/projects/doomed/workloads?watch=true") as stream:
         deleted = await api.client.delete("/api/v1/projects/doomed")

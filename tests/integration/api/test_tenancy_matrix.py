@@ -17,15 +17,9 @@ import asyncpg
 import httpx
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import (
-    CLASS,
-    POOL,
-    QUOTA,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api, bearer
+from tests.support.api_client import bearer
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import CLASS, POOL, QUOTA, Scenario, example_workload
 from tests.support.waiting import wait_until
 
 P = "/api/v1/projects/research"
@@ -50,10 +44,10 @@ def project_calls(token_id: str) -> list[Call]:
         ("PATCH", f"{P}/compute-pools/{POOL}", {"quota": QUOTA}),
         ("DELETE", f"{P}/compute-pools/{POOL}", None),
         ("GET", f"{P}/compute-pools/{POOL}/events", None),
-        ("POST", f"{P}/workloads", workload("new-one")),
+        ("POST", f"{P}/workloads", example_workload("new-one")),
         ("GET", f"{P}/workloads", None),
         ("GET", f"{P}/workloads/train-7b", None),
-        ("PUT", f"{P}/workloads/train-7b", workload()),
+        ("PUT", f"{P}/workloads/train-7b", example_workload()),
         ("DELETE", f"{P}/workloads/train-7b", None),
         ("GET", f"{P}/workloads/train-7b/events", None),
         ("GET", f"{P}/workloads/train-7b/manifest", None),
@@ -102,10 +96,10 @@ def needed_role(method: str, path: str) -> str | None:
     return None
 
 
-async def _world(api: Api) -> dict[str, str]:
+async def _world(api: Scenario) -> dict[str, str]:
     """Projects `research` (pool, workload) and `other`; tokens of each role; returns them."""
-    await project_with_pool(api)
-    response = await api.client.post(f"{P}/workloads", json=workload())
+    await api.setup_pool(wait=False)
+    response = await api.client.post(f"{P}/workloads", json=example_workload())
     assert response.status_code == 202, response.text
     await api.create_project("other")
     tokens = {
@@ -130,7 +124,7 @@ async def _call(client: httpx.AsyncClient, call: Call, **kwargs: Any) -> httpx.R
     return await client.request(method, path, json=body, **kwargs)
 
 
-async def test_another_projects_token_gets_404_on_every_project_endpoint(api: Api) -> None:
+async def test_another_projects_token_gets_404_on_every_project_endpoint(api: Scenario) -> None:
     tokens = await _world(api)
     async with api.as_token(tokens["other-admin"]) as stranger:
         for call in project_calls(tokens["victim-id"]):
@@ -149,7 +143,7 @@ async def test_another_projects_token_gets_404_on_every_project_endpoint(api: Ap
 
 
 async def test_roles_too_low_to_write_get_403_naming_the_role_and_reads_succeed(
-    api: Api,
+    api: Scenario,
 ) -> None:
     tokens = await _world(api)
     for role in ("viewer", "editor"):
@@ -172,7 +166,7 @@ async def test_roles_too_low_to_write_get_403_naming_the_role_and_reads_succeed(
 
 
 async def test_missing_malformed_unknown_expired_and_revoked_tokens_get_401_everywhere(
-    api: Api, database_url: str
+    api: Scenario, database_url: str
 ) -> None:
     tokens = await _world(api)
     expired = await api.create_token("research", role="admin", name="expired")
@@ -208,11 +202,11 @@ async def test_missing_malformed_unknown_expired_and_revoked_tokens_get_401_ever
 
 
 async def test_a_revocation_through_one_replica_holds_on_another_once_notified(
-    api: Api, database_url: str
+    api: Scenario, database_url: str
 ) -> None:
     # The other replica has the token cached; it drops it when the database's notification of
     # the change arrives (milliseconds), so the refusal is waited for with a short deadline.
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     token = await api.create_token("research", role="viewer", name="laptop")
     second = Service(service_settings(database_url))
     await second.start()
@@ -251,7 +245,7 @@ def _template(path: str) -> str:
     )
 
 
-async def test_the_matrix_covers_every_operation_the_api_documents(api: Api) -> None:
+async def test_the_matrix_covers_every_operation_the_api_documents(api: Scenario) -> None:
     document = (await api.client.get("/schema/openapi.json")).json()
     documented = {
         (method.upper(), path)

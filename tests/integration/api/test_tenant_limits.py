@@ -12,21 +12,21 @@ from typing import Any
 import httpx
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import create_workload, project_with_pool
-from tests.support.api_client import Api, bearer
+from tests.support.api_client import bearer
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import API_EXAMPLE, Scenario
 from tests.support.sse import open_stream, status_of
 
 
 @contextlib.asynccontextmanager
-async def serving(database_url: str, **settings: Any) -> AsyncIterator[Api]:
+async def serving(database_url: str, **settings: Any) -> AsyncIterator[Scenario]:
     service = Service(service_settings(database_url, **settings))
     await service.start()
     try:
         async with httpx.AsyncClient(
             base_url=service.url, headers=bearer(str(service.settings.admin_token)), timeout=30
         ) as client:
-            yield Api(client)
+            yield Scenario(client, defaults=API_EXAMPLE)
     finally:
         await service.stop()
 
@@ -120,8 +120,8 @@ async def test_a_flood_of_bad_tokens_costs_a_database_read_only_up_to_the_client
 
 async def test_one_project_cannot_take_every_stream_of_the_replica(database_url: str) -> None:
     async with serving(database_url, streams_per_project=2, streams_per_token=10) as api:
-        await project_with_pool(api)
-        await create_workload(api)
+        await api.setup_pool(wait=False)
+        await api.submit("train-7b")
         await api.create_project("other")
         path = "/api/v1/projects/research/workloads/train-7b/watch"
         client = api.client

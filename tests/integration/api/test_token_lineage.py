@@ -13,9 +13,9 @@ import asyncpg
 import httpx
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import PROJECT, WORKLOADS, project_with_pool
 from tests.support.api_client import Api
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream
 
 TOKENS = f"/api/v1/projects/{PROJECT}/tokens"
@@ -28,7 +28,7 @@ async def mint(client: httpx.AsyncClient, name: str, role: str, days: int | None
     return await client.post(TOKENS, json=body)
 
 
-async def test_a_token_cannot_mint_a_higher_role(api: Api) -> None:
+async def test_a_token_cannot_mint_a_higher_role(api: Scenario) -> None:
     await api.create_project(PROJECT)
     created = await mint(api.client, "lead", "admin", 30)
     async with api.as_token(created.json()["token"]) as lead:
@@ -42,7 +42,7 @@ async def test_a_token_cannot_mint_a_higher_role(api: Api) -> None:
         assert denied.json()["required_role"] == "admin"
 
 
-async def test_a_token_cannot_mint_one_that_outlives_it(api: Api) -> None:
+async def test_a_token_cannot_mint_one_that_outlives_it(api: Scenario) -> None:
     await api.create_project(PROJECT)
     lead = (await mint(api.client, "lead", "admin", 10)).json()
     async with api.as_token(lead["token"]) as client:
@@ -58,7 +58,7 @@ async def test_a_token_cannot_mint_one_that_outlives_it(api: Api) -> None:
         assert expires <= datetime.fromisoformat(lead["expires_at"])
 
 
-async def test_only_the_platform_admin_mints_a_token_that_never_expires(api: Api) -> None:
+async def test_only_the_platform_admin_mints_a_token_that_never_expires(api: Scenario) -> None:
     await api.create_project(PROJECT)
     forever = await mint(api.client, "forever", "admin", None)
     assert forever.status_code == 201
@@ -73,9 +73,9 @@ async def test_only_the_platform_admin_mints_a_token_that_never_expires(api: Api
 
 
 async def test_revoking_a_token_revokes_what_it_minted_recursively_and_their_streams(
-    api: Api, database_url: str
+    api: Scenario, database_url: str
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     lead = (await mint(api.client, "lead", "admin", 30)).json()
     async with api.as_token(lead["token"]) as lead_client:
         child = (await mint(lead_client, "child", "admin", 20)).json()

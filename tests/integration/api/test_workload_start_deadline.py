@@ -9,48 +9,50 @@ import httpx
 import pytest
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import WORKLOADS, project_with_pool, workload
-from tests.support.api_client import ADMIN_TOKEN, Api
+from tests.support.api_client import ADMIN_TOKEN
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import WORKLOADS, Scenario, example_workload
 
 DEFAULT = 120
 
 
 def without_deadline(name: str) -> dict[str, object]:
-    body = workload(name)
+    body = example_workload(name)
     del body["start_deadline_seconds"]
     return body
 
 
 @pytest.fixture
-async def api_with_default(database_url: str) -> AsyncIterator[Api]:
+async def api_with_default(database_url: str) -> AsyncIterator[Scenario]:
     service = Service(service_settings(database_url, workload_start_deadline_seconds=DEFAULT))
     await service.start()
     try:
         async with httpx.AsyncClient(
             base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30
         ) as client:
-            yield Api(client)
+            yield Scenario(client)
     finally:
         await service.stop()
 
 
 async def test_a_spec_without_a_start_deadline_gets_the_installations_default(
-    api_with_default: Api,
+    api_with_default: Scenario,
 ) -> None:
     api = api_with_default
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     submitted = await api.client.post(WORKLOADS, json=without_deadline("plain"))
     assert submitted.status_code == 202, submitted.text
     assert submitted.json()["spec"]["start_deadline_seconds"] == DEFAULT
 
-    named = await api.client.post(WORKLOADS, json=workload("named", start_deadline_seconds=30))
+    named = await api.client.post(
+        WORKLOADS, json=example_workload("named", start_deadline_seconds=30)
+    )
     assert named.status_code == 202, named.text
     assert named.json()["spec"]["start_deadline_seconds"] == 30
 
     # A replacement that names none gets the default again; one that names one keeps it.
     replaced = await api.client.put(
-        f"{WORKLOADS}/named", json=workload("named", start_deadline_seconds=None)
+        f"{WORKLOADS}/named", json=example_workload("named", start_deadline_seconds=None)
     )
     assert replaced.status_code == 202, replaced.text
     assert replaced.json()["spec"]["start_deadline_seconds"] == DEFAULT

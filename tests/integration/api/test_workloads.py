@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import re
 
-from tests.integration.api.pool_workload_setup import (
-    POOL,
-    PROJECT,
-    TRAIN_7B,
-    WORKLOADS,
-    create_pool,
-    create_workload,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import POOL, PROJECT, TRAIN_7B, WORKLOADS, Scenario, example_workload
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
-async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(api: Api) -> None:
-    await project_with_pool(api)
+async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(
+    api: Scenario,
+) -> None:
+    await api.setup_pool(wait=False)
     response = await api.client.post(
         WORKLOADS, json={"name": "hello", "compute_pool": POOL, "image": "busybox:1.36"}
     )
@@ -60,9 +52,9 @@ async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(ap
     assert fetched.headers["etag"] == '"1"'
 
 
-async def test_the_api_example_round_trips_as_submitted(api: Api) -> None:
-    await project_with_pool(api)
-    body = await create_workload(api)
+async def test_the_api_example_round_trips_as_submitted(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    body = await api.submit("train-7b")
     assert body["spec"] == TRAIN_7B
     events = (await api.client.get(f"{WORKLOADS}/train-7b/events")).json()
     assert [(e["type"], e["generation"], e["actor"]) for e in events["items"]] == [
@@ -71,10 +63,10 @@ async def test_the_api_example_round_trips_as_submitted(api: Api) -> None:
     assert events["items"][0]["message"].endswith(".") and events["next_cursor"] is None
 
 
-async def test_replacing_the_spec_is_a_new_generation_pending_with_an_event(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
-    changed = workload(image="ghcr.io/acme/train:1.5", replicas=2)
+async def test_replacing_the_spec_is_a_new_generation_pending_with_an_event(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
+    changed = example_workload(image="ghcr.io/acme/train:1.5", replicas=2)
     stale = await api.client.put(f"{WORKLOADS}/train-7b", json=changed, headers={"If-Match": '"2"'})
     assert stale.status_code == 412 and stale.json()["current_generation"] == 1
 
@@ -93,25 +85,25 @@ async def test_replacing_the_spec_is_a_new_generation_pending_with_an_event(api:
     assert types == ["SpecUpdated", "Accepted"]
 
 
-async def test_a_replacement_must_keep_the_name_and_fit_the_pool(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
-    renamed = await api.client.put(f"{WORKLOADS}/train-7b", json=workload("other"))
+async def test_a_replacement_must_keep_the_name_and_fit_the_pool(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
+    renamed = await api.client.put(f"{WORKLOADS}/train-7b", json=example_workload("other"))
     assert renamed.status_code == 422
     assert [e["field"] for e in renamed.json()["errors"]] == ["name"]
-    too_big = await api.client.put(f"{WORKLOADS}/train-7b", json=workload(replicas=3))
+    too_big = await api.client.put(f"{WORKLOADS}/train-7b", json=example_workload(replicas=3))
     assert too_big.status_code == 422
     assert too_big.json()["type"].endswith("/exceeds-pool-capacity")
-    missing = await api.client.put(f"{WORKLOADS}/nope", json=workload("nope"))
+    missing = await api.client.put(f"{WORKLOADS}/nope", json=example_workload("nope"))
     assert missing.status_code == 404
     assert (await api.client.get(f"{WORKLOADS}/train-7b")).json()["generation"] == 1
 
 
 async def test_deleting_marks_deleting_keeps_it_readable_and_blocks_changes_and_namesakes(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     response = await api.client.delete(f"{WORKLOADS}/train-7b", headers={"If-Match": '"1"'})
     assert response.status_code == 202, response.text
     assert response.json()["status"]["state"] == "DELETING"
@@ -119,9 +111,9 @@ async def test_deleting_marks_deleting_keeps_it_readable_and_blocks_changes_and_
     assert fetched.status_code == 200 and fetched.json()["status"]["state"] == "DELETING"
     assert (await api.client.delete(f"{WORKLOADS}/train-7b")).status_code == 202
 
-    put = await api.client.put(f"{WORKLOADS}/train-7b", json=workload())
+    put = await api.client.put(f"{WORKLOADS}/train-7b", json=example_workload())
     assert put.status_code == 409 and put.json()["type"].endswith("/being-deleted")
-    again = await api.client.post(WORKLOADS, json=workload())
+    again = await api.client.post(WORKLOADS, json=example_workload())
     assert again.status_code == 409 and again.json()["type"].endswith("/being-deleted")
     types = [
         e["type"] for e in (await api.client.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
@@ -129,20 +121,20 @@ async def test_deleting_marks_deleting_keeps_it_readable_and_blocks_changes_and_
     assert types == ["DeletionRequested", "Accepted"]
 
 
-async def test_a_taken_name_is_409_already_exists(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
-    response = await api.client.post(WORKLOADS, json=workload())
+async def test_a_taken_name_is_409_already_exists(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
+    response = await api.client.post(WORKLOADS, json=example_workload())
     assert response.status_code == 409
     assert response.json()["type"] == "https://aicp.dev/problems/already-exists"
 
 
-async def test_listing_filters_by_state_and_pool_newest_first(api: Api) -> None:
-    await project_with_pool(api)
-    await create_pool(api, "cpu-pool")
-    await create_workload(api, "a")
-    await create_workload(api, "b", compute_pool="cpu-pool", accelerators=0)
-    await create_workload(api, "c")
+async def test_listing_filters_by_state_and_pool_newest_first(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.create_pool("cpu-pool")
+    await api.submit("a")
+    await api.submit("b", compute_pool="cpu-pool", accelerators=0)
+    await api.submit("c")
     await api.client.delete(f"{WORKLOADS}/c")
 
     def names(response: object) -> list[str]:
@@ -159,10 +151,10 @@ async def test_listing_filters_by_state_and_pool_newest_first(api: Api) -> None:
     assert [e["field"] for e in bad.json()["errors"]] == ["state"]
 
 
-async def test_listing_in_pages_returns_every_workload_once(api: Api) -> None:
-    await project_with_pool(api)
+async def test_listing_in_pages_returns_every_workload_once(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     for i in range(7):
-        await create_workload(api, f"w{i}", accelerators=0)
+        await api.submit(f"w{i}", accelerators=0)
     seen: list[str] = []
     cursor = None
     while True:
@@ -184,10 +176,10 @@ def max_size_env(seed: int) -> dict[str, str]:
     return {f"BLOB_{i}": f"{seed}" * 32000 for i in range(7)}
 
 
-async def test_a_page_of_large_workloads_ends_early_and_its_cursor_continues(api: Api) -> None:
-    await project_with_pool(api)
+async def test_a_page_of_large_workloads_ends_early_and_its_cursor_continues(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     for i in range(12):
-        await create_workload(api, f"big{i}", accelerators=0, env=max_size_env(i % 10))
+        await api.submit(f"big{i}", accelerators=0, env=max_size_env(i % 10))
     pages: list[list[str]] = []
     cursor = None
     while True:
@@ -203,11 +195,11 @@ async def test_a_page_of_large_workloads_ends_early_and_its_cursor_continues(api
     assert [name for page in pages for name in page] == [f"big{i}" for i in reversed(range(12))]
 
 
-async def test_events_page_newest_first(api: Api) -> None:
-    await project_with_pool(api)
-    await create_workload(api)
+async def test_events_page_newest_first(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.submit("train-7b")
     for image in ("a:1", "a:2", "a:3"):
-        response = await api.client.put(f"{WORKLOADS}/train-7b", json=workload(image=image))
+        response = await api.client.put(f"{WORKLOADS}/train-7b", json=example_workload(image=image))
         assert response.status_code == 202
     first = (await api.client.get(f"{WORKLOADS}/train-7b/events", params={"limit": 3})).json()
     assert [e["generation"] for e in first["items"]] == [4, 3, 2]
@@ -221,8 +213,8 @@ async def test_events_page_newest_first(api: Api) -> None:
     assert (await api.client.get(f"{WORKLOADS}/nope/events")).status_code == 404
 
 
-async def test_an_unknown_workload_is_404(api: Api) -> None:
-    await project_with_pool(api)
+async def test_an_unknown_workload_is_404(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     for method in ("GET", "DELETE"):
         for name in ("nope", "no%00pe", "NOPE"):
             response = await api.client.request(method, f"{WORKLOADS}/{name}")

@@ -15,15 +15,7 @@ import asyncpg
 import pytest
 
 from app.main import Service
-from tests.integration.api.pool_workload_setup import (
-    POOL,
-    POOLS,
-    QUOTA,
-    WORKLOADS,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import POOL, POOLS, QUOTA, WORKLOADS, Scenario, example_workload
 
 
 @pytest.fixture
@@ -47,23 +39,23 @@ async def _until(heard: asyncio.Queue[str], payload: str) -> list[str]:
 
 
 async def test_without_a_local_reconciler_a_new_workload_rings_the_doorbell(
-    api: Api, service: Service, doorbells: asyncio.Queue[str]
+    api: Scenario, service: Service, doorbells: asyncio.Queue[str]
 ) -> None:
     assert service.app is not None
     service.app.state["reconciler"] = None  # an API served without an engine
-    await project_with_pool(api)
-    uid = (await api.client.post(WORKLOADS, json=workload())).json()["uid"]
+    await api.setup_pool(wait=False)
+    uid = (await api.client.post(WORKLOADS, json=example_workload())).json()["uid"]
     assert (await _until(doorbells, f"workload:{uid}"))[-1] == f"workload:{uid}"
 
 
 async def test_the_accepting_replica_leases_a_new_workload_instead_of_ringing(
-    api: Api, service: Service, database_url: str, doorbells: asyncio.Queue[str]
+    api: Scenario, service: Service, database_url: str, doorbells: asyncio.Queue[str]
 ) -> None:
     assert service.app is not None and service.reconciler is not None
     assert service.app.state["reconciler"] is service.reconciler  # wired by the service
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     pool = (await api.client.get(f"{POOLS}/{POOL}")).json()["uid"]
-    response = await api.client.post(WORKLOADS, json=workload())
+    response = await api.client.post(WORKLOADS, json=example_workload())
     assert response.status_code == 202, response.text
     uid = response.json()["uid"]
 

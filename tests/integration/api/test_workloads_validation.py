@@ -10,15 +10,7 @@ from typing import Any
 
 import httpx
 
-from tests.integration.api.pool_workload_setup import (
-    CLASS,
-    POOL,
-    WORKLOADS,
-    create_pool,
-    project_with_pool,
-    workload,
-)
-from tests.support.api_client import Api
+from tests.support.scenario import CLASS, POOL, WORKLOADS, Scenario, example_workload
 
 SCHEMA_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("unknown field replica", {"replica": 2}, ["replica"]),
@@ -78,7 +70,7 @@ async def _check_table(
     client: httpx.AsyncClient, cases: list[tuple[str, dict[str, Any], list[str]]]
 ) -> None:
     for case, changes, fields in cases:
-        response = await client.post(WORKLOADS, json={**workload("w"), **changes})
+        response = await client.post(WORKLOADS, json={**example_workload("w"), **changes})
         assert response.status_code == 422, (case, response.text)
         problem = response.json()
         assert response.headers["content-type"].startswith("application/problem+json"), case
@@ -87,35 +79,35 @@ async def _check_table(
         assert all(e["message"] for e in problem["errors"]), case
 
 
-async def test_schema_violations_are_422_naming_each_field(api: Api) -> None:
-    await project_with_pool(api)
+async def test_schema_violations_are_422_naming_each_field(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     await _check_table(api.client, SCHEMA_CASES)
     assert (await api.client.get(WORKLOADS)).json()["items"] == []
 
 
-async def test_rules_beyond_the_schema_are_422_naming_each_field(api: Api) -> None:
-    await project_with_pool(api)
+async def test_rules_beyond_the_schema_are_422_naming_each_field(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     await _check_table(api.client, RULE_CASES)
     assert (await api.client.get(WORKLOADS)).json()["items"] == []
 
 
-async def test_the_unknown_field_message_says_so(api: Api) -> None:
-    await project_with_pool(api)
-    response = await api.client.post(WORKLOADS, json=workload(replica=2))
+async def test_the_unknown_field_message_says_so(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    response = await api.client.post(WORKLOADS, json=example_workload(replica=2))
     assert response.json()["errors"] == [{"field": "replica", "message": "unknown field"}]
 
 
-async def test_missing_required_fields_are_each_named(api: Api) -> None:
-    await project_with_pool(api)
+async def test_missing_required_fields_are_each_named(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     response = await api.client.post(WORKLOADS, json={"accelerators": 1})
     assert response.status_code == 422
     fields = sorted(e["field"] for e in response.json()["errors"])
     assert fields == ["compute_pool", "image", "name"]
 
 
-async def test_bounds_are_inclusive(api: Api) -> None:
-    await project_with_pool(api)
-    await create_pool(api, "big", quota={"accelerators": 4096, "cpu": "100000", "memory": "1Pi"})
+async def test_bounds_are_inclusive(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    await api.create_pool("big", quota={"accelerators": 4096, "cpu": "100000", "memory": "1Pi"})
     edges = [
         {"accelerators": 64, "replicas": 64, "compute_pool": "big"},
         {"max_runtime_seconds": 60, "retries": 10, "priority": "low"},
@@ -125,18 +117,18 @@ async def test_bounds_are_inclusive(api: Api) -> None:
         {"cpu": "500m", "memory": "512Mi", "accelerators": 0},
     ]
     for i, changes in enumerate(edges):
-        response = await api.client.post(WORKLOADS, json=workload(f"edge-{i}", **changes))
+        response = await api.client.post(WORKLOADS, json=example_workload(f"edge-{i}", **changes))
         assert response.status_code == 202, (changes, response.text)
-    response = await api.client.post(WORKLOADS, json=workload("n" * 40, accelerators=0))
+    response = await api.client.post(WORKLOADS, json=example_workload("n" * 40, accelerators=0))
     assert response.status_code == 202, response.text
 
 
 async def test_a_workload_that_can_never_fit_its_pool_is_refused_with_the_numbers(
-    api: Api,
+    api: Scenario,
 ) -> None:
-    await project_with_pool(api)
+    await api.setup_pool(wait=False)
     response = await api.client.post(
-        WORKLOADS, json=workload(accelerators=8, replicas=3, memory="1Ti")
+        WORKLOADS, json=example_workload(accelerators=8, replicas=3, memory="1Ti")
     )
     assert response.status_code == 422
     problem = response.json()
@@ -148,22 +140,22 @@ async def test_a_workload_that_can_never_fit_its_pool_is_refused_with_the_number
     assert sorted(e["field"] for e in problem["errors"]) == ["accelerators", "memory"]
     assert "16" in problem["detail"] and "24" in problem["detail"]
     # Exactly filling the pool is fine.
-    fits = await api.client.post(WORKLOADS, json=workload(accelerators=8, replicas=2))
+    fits = await api.client.post(WORKLOADS, json=example_workload(accelerators=8, replicas=2))
     assert fits.status_code == 202, fits.text
 
 
-async def test_the_pool_must_exist_in_this_project(api: Api) -> None:
-    await project_with_pool(api)
+async def test_the_pool_must_exist_in_this_project(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     await api.create_project("other")
-    await create_pool(api, "other-pool", project="other")
+    await api.for_project("other").create_pool("other-pool")
     for pool in ("nope", "other-pool"):
-        response = await api.client.post(WORKLOADS, json=workload(compute_pool=pool))
+        response = await api.client.post(WORKLOADS, json=example_workload(compute_pool=pool))
         assert response.status_code == 422, pool
         assert [e["field"] for e in response.json()["errors"]] == ["compute_pool"]
 
 
-async def test_bodies_that_are_not_json_objects_get_the_matching_problem(api: Api) -> None:
-    await project_with_pool(api)
+async def test_bodies_that_are_not_json_objects_get_the_matching_problem(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
     json_headers = {"Content-Type": "application/json"}
 
     malformed = await api.client.post(WORKLOADS, content=b'{"name": ', headers=json_headers)
@@ -176,7 +168,7 @@ async def test_bodies_that_are_not_json_objects_get_the_matching_problem(api: Ap
     assert as_text.status_code == 415
     assert as_text.json()["type"] == "https://aicp.dev/problems/unsupported-media-type"
 
-    huge = workload(env={"BIG": "x" * 30000}, args=["y" * 4000] * 64)
+    huge = example_workload(env={"BIG": "x" * 30000}, args=["y" * 4000] * 64)
     too_large = await api.client.post(WORKLOADS, json=huge)
     assert too_large.status_code == 413
     assert too_large.json()["type"] == "https://aicp.dev/problems/payload-too-large"

@@ -7,7 +7,6 @@ Kubernetes client, as an operator with kubectl would.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,120 +19,37 @@ from app.kube.resources import JOBS, Resource
 from app.main import Service
 from app.reconcile.engine import Reconciler
 from kubesim import Cluster
-from tests.support.api_client import ADMIN_TOKEN, Api
+from tests.support.api_client import ADMIN_TOKEN
 from tests.support.kube_fixtures import api_client_for
 from tests.support.pg_fixtures import service_settings
+from tests.support.scenario import NAMESPACE, Scenario
 from tests.support.waiting import wait_until
 
-PROJECT = "research"
-NAMESPACE = f"aicp-{PROJECT}"
-POOL = "h100-pool"
-CLASS = "h100-80g"
-QUOTA = {"accelerators": 16, "cpu": "256", "memory": "2Ti"}
-WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
-POOLS = f"/api/v1/projects/{PROJECT}/compute-pools"
+#: Every workload of a stack runs for a fraction of a second on kubesim unless `env` says
+#: otherwise, with the label `team: nlp`.
+DEFAULTS: dict[str, Any] = {"labels": {"team": "nlp"}, "env": {"KUBESIM_RUN_SECONDS": "0.3"}}
 
 
-def workload_body(name: str, **changes: Any) -> dict[str, Any]:
-    """A workload that runs for a fraction of a second on kubesim unless `env` says otherwise."""
-    body: dict[str, Any] = {
-        "name": name,
-        "compute_pool": POOL,
-        "image": "ghcr.io/acme/train:1.4",
-        "command": ["python", "train.py"],
-        "accelerators": 8,
-        "cpu": "8",
-        "memory": "64Gi",
-        "max_runtime_seconds": 3600,
-        "labels": {"team": "nlp"},
-        "env": {"KUBESIM_RUN_SECONDS": "0.3"},
-    }
-    body.update(changes)
-    return body
+class Stack(Scenario):
+    """The scenario API (tests/support/scenario.py) for project `research` through the admin
+    client `http`, and the parts of the running service a step test looks at."""
 
-
-@dataclass
-class Stack:
-    service: Service
-    cluster: Cluster
-    kube: KubeClient
-    engine: Reconciler
-    informers: Informers
-    http: httpx.AsyncClient
-
-    @property
-    def api(self) -> Api:
-        return Api(self.http)
-
-    # -- API shortcuts ---------------------------------------------------------------------
-
-    async def setup_pool(self, quota: dict[str, Any] | None = None) -> None:
-        """Binding, project and pool, waited for until the pool is READY."""
-        await self.api.put_binding(CLASS, flavor=CLASS)
-        await self.api.create_project(PROJECT)
-        response = await self.http.post(
-            POOLS, json={"name": POOL, "accelerator_class": CLASS, "quota": quota or QUOTA}
-        )
-        assert response.status_code == 202, response.text
-        await self.wait_pool_state("READY")
-
-    async def pool(self) -> dict[str, Any]:
-        response = await self.http.get(f"{POOLS}/{POOL}")
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def wait_pool_state(self, state: str, timeout: float = 10.0) -> dict[str, Any]:
-        async def probe() -> dict[str, Any] | None:
-            pool = await self.pool()
-            return pool if pool["status"]["state"] == state else None
-
-        return await wait_until(probe, timeout=timeout, message=f"pool {state}")
-
-    async def submit(self, name: str, **changes: Any) -> dict[str, Any]:
-        response = await self.http.post(WORKLOADS, json=workload_body(name, **changes))
-        assert response.status_code == 202, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def workload(self, name: str) -> dict[str, Any] | None:
-        response = await self.http.get(f"{WORKLOADS}/{name}")
-        if response.status_code == 404:
-            return None
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-    async def wait_state(
-        self, name: str, *states: str, timeout: float = 15.0, generation: int | None = None
-    ) -> dict[str, Any]:
-        """Wait until the workload's status is one of `states` (for `generation`, if given)."""
-
-        async def probe() -> dict[str, Any] | None:
-            found = await self.workload(name)
-            if found is None:
-                return None
-            status = found["status"]
-            if generation is not None and status["observed_generation"] != generation:
-                return None
-            return found if status["state"] in states else None
-
-        return await wait_until(probe, timeout=timeout, message=f"{name} in {states}")
-
-    async def wait_gone(self, name: str, timeout: float = 15.0) -> None:
-        async def probe() -> bool:
-            return await self.workload(name) is None
-
-        await wait_until(probe, timeout=timeout, message=f"{name} finalized (404)")
-
-    async def events(self, name: str) -> list[dict[str, Any]]:
-        response = await self.http.get(f"{WORKLOADS}/{name}/events", params={"limit": 500})
-        assert response.status_code == 200, response.text
-        items: list[dict[str, Any]] = response.json()["items"]
-        return list(reversed(items))  # oldest first
-
-    async def event_types(self, name: str) -> list[str]:
-        return [event["type"] for event in await self.events(name)]
+    def __init__(
+        self,
+        service: Service,
+        cluster: Cluster,
+        kube: KubeClient,
+        engine: Reconciler,
+        informers: Informers,
+        http: httpx.AsyncClient,
+    ) -> None:
+        super().__init__(http, defaults=DEFAULTS, wait_timeout=15.0)
+        self.service = service
+        self.cluster = cluster
+        self.kube = kube
+        self.engine = engine
+        self.informers = informers
+        self.http = http
 
     # -- cluster shortcuts (an operator's view, from the server, not the caches) -------------
 

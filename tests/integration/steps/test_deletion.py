@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS
-from tests.integration.steps.stack import CLASS, NAMESPACE, POOL, POOLS, WORKLOADS, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import CLASS, NAMESPACE, POOL, POOLS, WORKLOADS
 from tests.support.waiting import wait_until
 
 
@@ -211,7 +212,7 @@ async def test_a_pools_finished_workloads_go_with_it_as_tombstones_its_running_o
 
 async def test_a_flavor_shared_by_two_pools_outlives_the_first_deletion(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.api.create_project("vision")
+    await stack.create_project("vision")
     other = "/api/v1/projects/vision/compute-pools"
     quota = {"accelerators": 8, "cpu": "64", "memory": "512Gi"}
     response = await stack.http.post(

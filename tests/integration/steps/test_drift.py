@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from app.kube.resources import CLUSTER_QUEUES, RESOURCE_FLAVORS
-from tests.integration.steps.stack import CLASS, NAMESPACE, POOL, POOLS, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import CLASS, NAMESPACE, POOL, POOLS
 from tests.support.waiting import wait_until
 
 JOBS_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.integration.steps.stack import CLASS, POOL, POOLS, PROJECT, QUOTA, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import CLASS, POOL, POOLS, PROJECT, QUOTA
 from tests.support.waiting import wait_until
 
 WRONG = {"nvidia.com/gpu.product": "NVIDIA-B200"}  # no kubesim node has it
@@ -21,7 +22,7 @@ async def test_pods_no_node_can_take_say_so_and_the_binding_waits_for_them(stack
     assert (
         await stack.http.put(f"/api/v1/accelerator-bindings/{CLASS}", json=binding(WRONG))
     ).status_code == 201
-    await stack.api.create_project(PROJECT)
+    await stack.create_project(PROJECT)
     created = await stack.http.post(
         POOLS, json={"name": POOL, "accelerator_class": CLASS, "quota": QUOTA}
     )

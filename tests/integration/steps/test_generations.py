@@ -6,7 +6,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from tests.integration.steps.stack import NAMESPACE, WORKLOADS, Stack, workload_body
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import NAMESPACE, WORKLOADS
 from tests.support.waiting import wait_until
 
 
@@ -19,7 +20,8 @@ async def test_a_new_spec_while_running_replaces_the_job_and_never_shows_old_fac
     old_job = running["status"]["job"]
 
     response = await stack.http.put(
-        f"{WORKLOADS}/swap", json=workload_body("swap", cpu="4", env={"KUBESIM_RUN_SECONDS": "0.3"})
+        f"{WORKLOADS}/swap",
+        json=stack.workload_body("swap", cpu="4", env={"KUBESIM_RUN_SECONDS": "0.3"}),
     )
     assert response.status_code == 202, response.text
     assert response.json()["generation"] == 2

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.kube.resources import CLUSTER_QUEUES, NAMESPACES
-from tests.integration.steps.stack import POOL, POOLS, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import POOL, POOLS
 from tests.support.waiting import wait_until
 
 

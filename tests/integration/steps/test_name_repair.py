@@ -6,14 +6,15 @@ from __future__ import annotations
 import uuid
 
 from app.store.migrations import MIGRATIONS_DIR
-from tests.integration.steps.stack import CLASS, QUOTA, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import CLASS, QUOTA
 from tests.support.waiting import wait_until
 
 REPAIR = MIGRATIONS_DIR / "0013_names_match_whole_strings.sql"
 
 
 async def test_rows_named_with_a_trailing_newline_are_finalized(stack: Stack) -> None:
-    await stack.api.put_binding(CLASS, flavor=CLASS)
+    await stack.put_binding(CLASS, flavor=CLASS)
     project_id, pool_id = uuid.uuid4(), uuid.uuid4()
     db = stack.service.db
     assert db is not None

@@ -7,7 +7,8 @@ from typing import Any
 
 from app.kube.apply import apply, create
 from app.kube.resources import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES
-from tests.integration.steps.stack import CLASS, POOL, POOLS, QUOTA, WORKLOADS, Stack
+from tests.integration.steps.stack import Stack
+from tests.support.scenario import CLASS, POOL, POOLS, QUOTA, WORKLOADS
 from tests.support.waiting import wait_until
 
 QUEUE = "aicp-research-h100-pool"
@@ -97,8 +98,8 @@ async def test_a_local_queue_made_by_someone_else_is_a_409_at_pool_create(stack:
 async def test_queues_of_an_earlier_version_are_retired_on_upgrade(stack: Stack) -> None:
     """Before injective names, project `up-a` pool `b-c` had ClusterQueue `aicp-up-a-b-c` (no
     id label) and a LocalQueue pointing at it: the pool step replaces both."""
-    await stack.api.put_binding(CLASS, flavor=CLASS)
-    await stack.api.create_project("up-a")
+    await stack.put_binding(CLASS, flavor=CLASS)
+    await stack.create_project("up-a")
     legacy = "aicp-up-a-b-c"
     names = {
         "app.kubernetes.io/managed-by": "aicp",
