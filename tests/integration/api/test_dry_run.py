@@ -29,6 +29,7 @@ from tests.integration.api.pool_workload_setup import (
     project_with_pool,
     workload,
 )
+from tests.integration.api.test_tenant_limits import serving
 from tests.support.api_client import Api
 from tests.support.waiting import wait_until
 
@@ -424,3 +425,17 @@ async def test_a_bad_dry_run_flag_is_422_naming_it(api: Api) -> None:
     assert response.status_code == 422, response.text
     assert response.json()["errors"][0]["field"] == "dry_run"
     assert (await api.client.get(f"{WORKLOADS}/train-7b")).status_code == 404
+
+
+async def test_dry_runs_spend_the_tokens_write_rate_as_the_writes_they_stand_for(
+    database_url: str,
+) -> None:
+    async with serving(database_url, rate_writes_per_token=0.2, rate_burst_seconds=25.0) as api:
+        await project_with_pool(api)
+        editor = await api.create_token(PROJECT, "editor")
+        async with api.as_token(editor) as client:
+            dry = [await client.post(WORKLOADS, json=workload(), params=DRY) for _ in range(7)]
+            real = await client.post(WORKLOADS, json=workload())
+    statuses = [response.status_code for response in dry]
+    assert statuses[:5] == [200] * 5 and statuses[5:] == [429, 429]  # a burst of 5 writes
+    assert real.status_code == 429 and real.json()["limit"] == "token-writes"
