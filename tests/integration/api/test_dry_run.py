@@ -39,7 +39,6 @@ TABLES = (
     "accelerator_bindings",
     "compute_pools",
     "workloads",
-    "leases",
     "events",
     "tombstones",
     "idempotency_keys",
@@ -47,6 +46,15 @@ TABLES = (
     "stream_interest",
 )
 CHANNELS = ("aicp_work", "aicp_watch", "aicp_tokens")
+#: The test's own channel: notifications reach a listener in commit order, whatever the channel.
+MARKER = "dry_run_test"
+#: Leases of resources that are not stored: the service's engine claims those of stored ones
+#: (and renews them) on its own, but a lease of anything else would be the dry run's.
+STRAY_LEASES = (
+    "SELECT resource_id::text AS row FROM leases WHERE resource_id NOT IN "
+    "(SELECT id FROM projects UNION SELECT id FROM compute_pools UNION SELECT id FROM workloads)"
+    " ORDER BY 1"
+)
 #: What differs between two answers for the same input: ids, times, the secret.
 VOLATILE = {"uid", "id", "created_at", "updated_at", "token", "expires_at"}
 BINDING = {
@@ -70,11 +78,12 @@ def comparable(value: Any) -> Any:
 
 
 async def snapshot(conn: asyncpg.Connection[Any]) -> dict[str, list[str]]:
-    """Every row of every table a write may touch, as text."""
+    """Every row of every table a write may touch, as text, and the stray leases."""
     found = {}
     for table in TABLES:
         rows = await conn.fetch(f"SELECT to_jsonb(t)::text AS row FROM {table} t ORDER BY 1")
         found[table] = [row["row"] for row in rows]
+    found["leases"] = [row["row"] for row in await conn.fetch(STRAY_LEASES)]
     return found
 
 
@@ -97,8 +106,8 @@ class Watched:
 
     async def _heard_marker(self, payload: str) -> list[tuple[str, str]]:
         """Send a marker NOTIFY and wait for it; what was heard before it (then forgotten)."""
-        await self.conn.execute("SELECT pg_notify('aicp_work', $1)", payload)
-        marker = ("aicp_work", payload)
+        await self.conn.execute("SELECT pg_notify($1, $2)", MARKER, payload)
+        marker = (MARKER, payload)
         await wait_until(lambda: marker in self.notified, message="the marker NOTIFY")
         heard = self.notified[: self.notified.index(marker)]
         self.notified.clear()
@@ -113,7 +122,7 @@ async def watched(service: Service, database_url: str) -> AsyncIterator[Watched]
     def heard(_conn: object, _pid: int, channel: str, payload: str) -> None:
         notified.append((channel, payload))
 
-    for channel in CHANNELS:
+    for channel in (*CHANNELS, MARKER):
         await conn.add_listener(channel, heard)
     try:
         yield Watched(conn, notified)
