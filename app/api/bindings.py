@@ -9,8 +9,10 @@ from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
+from app.api.dry_runs import DryRun, answer, stored, transaction
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
+from app.domain.dry_runs import BindingDryRun
 from app.domain.resources import Binding, BindingList
 from app.domain.specs import NAME_PATTERN, BindingPut
 from app.domain.validation import check_binding
@@ -52,8 +54,14 @@ BINDING_BODY = json_body(
     "belongs to one shape: naming a flavor another class renders with other node labels or "
     "tolerations is 422 (field `flavor`). Changing the resource name, flavor, node labels or "
     "tolerations while workloads of the class are unfinished is 409 `in-use` (naming them). "
-    "A ResourceFlavor of that name that exists and is not aicp's is 409 `object-not-owned`.",
-    responses={201: success(Binding, "Created"), **problems(*WRITE)},
+    "A ResourceFlavor of that name that exists and is not aicp's is 409 `object-not-owned`. "
+    "`dry_run=true`: 200 with a BindingDryRun (what it would store and change, and "
+    "`status_code` 201 or 200), nothing written.",
+    responses={
+        200: success(Binding | BindingDryRun, "Replaced; with dry_run=true, a BindingDryRun"),
+        201: success(Binding, "Created"),
+        **problems(*WRITE),
+    },
     tags=["accelerator-bindings"],
 )
 async def put_binding(
@@ -62,14 +70,19 @@ async def put_binding(
     data: Annotated[BindingPut, BINDING_BODY],
     caller: CallerDep,
     db: DbDep,
-) -> Response[Binding]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     raise_violations(check_binding(data))
     await refuse_foreign(request, RESOURCE_FLAVORS, None, data.flavor, {})
-    async with db.transaction() as conn:
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(bindings.get_binding(conn, accelerator_class)) if dry_run else None
         binding, created = await bindings.put_binding(
             conn, accelerator_class=accelerator_class, spec=data, actor=caller.actor
         )
-    return Response(binding, status_code=201 if created else 200)
+    status = 201 if created else 200
+    if dry_run:
+        return answer(BindingDryRun, binding, before, status)
+    return Response(binding, status_code=status)
 
 
 @get(

@@ -32,9 +32,12 @@ STATE_KEY = "reconciler"
 class CreateLease:
     """One create request's choice between leasing the new resource and ringing the doorbell."""
 
-    def __init__(self, request: ASGIConnection[Any, Any, Any, Any]) -> None:
+    def __init__(
+        self, request: ASGIConnection[Any, Any, Any, Any], *, dry_run: bool = False
+    ) -> None:
         self._reconciler: Reconciler | None = request.app.state.get(STATE_KEY)
         self._taken: NewLease | None = None
+        self._dry_run = dry_run
 
     async def take(
         self, conn: Connection, kind: Kind, resource_id: uuid.UUID, project: uuid.UUID
@@ -42,7 +45,10 @@ class CreateLease:
         """Inside the creating transaction, after the insert: lease the resource to this
         replica, or ring the doorbell when there is no local reconciler or the lease is
         already held (then its holder must hear about the new row). `project` is the
-        resource's: the reconciler serves projects in turn."""
+        resource's: the reconciler serves projects in turn. A dry run (`app/api/dry_runs.py`)
+        does neither: its transaction is rolled back."""
+        if self._dry_run:
+            return
         if self._reconciler is not None:
             self._taken = await self._reconciler.lease_new(conn, kind, resource_id, project)
             if self._taken is not None:

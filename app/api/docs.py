@@ -72,7 +72,7 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
     }
 
 
-def success(container: type, description: str) -> ResponseSpec:
+def success(container: Any, description: str) -> ResponseSpec:
     """A success response whose handler returns pre-encoded bytes (idempotent creates)."""
     return ResponseSpec(data_container=container, description=description, generate_examples=False)
 

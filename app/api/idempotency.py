@@ -86,6 +86,20 @@ def _response(status: int, body: bytes, location: str | None, replayed: bool) ->
     )
 
 
+def checked_key(request: Request[Any, Any, Any]) -> str | None:
+    """The request's ``Idempotency-Key``, once it is 1 to 255 characters without control
+    characters (else 422 naming the header); None without one."""
+    key = request.headers.get("idempotency-key")
+    if key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
+        raise ValidationFailed(
+            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")],
+            location="header",
+        )
+    if key is not None and (problem := control_problem(key)):
+        raise ValidationFailed([FieldError("Idempotency-Key", problem)], location="header")
+    return key
+
+
 async def respond_once(
     request: Request[Any, Any, Any],
     db: Database,
@@ -99,14 +113,7 @@ async def respond_once(
 
     ``redact`` turns the response into what may be stored for replays (token secrets are not).
     """
-    key = request.headers.get("idempotency-key")
-    if key is not None and not 1 <= len(key) <= MAX_KEY_LENGTH:
-        raise ValidationFailed(
-            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")],
-            location="header",
-        )
-    if key is not None and (problem := control_problem(key)):
-        raise ValidationFailed([FieldError("Idempotency-Key", problem)], location="header")
+    key = checked_key(request)
     body = await request.body()
     request_sha256 = hashlib.sha256(
         request.method.encode() + b" " + request.url.path.encode() + b"\n" + body

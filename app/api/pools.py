@@ -11,9 +11,11 @@ from app.api.cluster_objects import refuse_foreign
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
+from app.domain.dry_runs import PoolDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.pool_resources import PoolList, PoolResource
 from app.domain.render import PoolIdentity
@@ -52,8 +54,13 @@ def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
     "reconciler creates its Kueue ClusterQueue (`status.cluster_queue`) and LocalQueue. The "
     "`accelerator_class` must name an existing accelerator binding (else 422 naming the "
     "field). A ClusterQueue or LocalQueue of those names that exists and is not aicp's is 409 "
-    "`object-not-owned`. Honours `Idempotency-Key`.",
-    responses={202: success(PoolResource, "Accepted"), **problems(*CREATE)},
+    "`object-not-owned`. Honours `Idempotency-Key`. `dry_run=true`: 200 with what it would "
+    "store, nothing written.",
+    responses={
+        200: success(PoolDryRun, "Dry run: what the request would store and change"),
+        202: success(PoolResource, "Accepted"),
+        **problems(*CREATE),
+    },
     tags=["compute-pools"],
 )
 async def create_pool(
@@ -62,10 +69,11 @@ async def create_pool(
     caller: CallerDep,
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
-) -> Response[bytes]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     raise_violations(check_pool_create(data))
     project = caller.require_project()
-    lease = CreateLease(request)
+    lease = CreateLease(request, dry_run=dry_run)
 
     async def create(conn: Connection) -> Created:
         pool = await pools.create(conn, project, data, actor=caller.actor, doorbell=False)
@@ -83,6 +91,9 @@ async def create_pool(
         await lease.take(conn, "pool", pool.uid, project.id)
         return Created(pool, pool_location(project.name, pool.name), "pool", pool.uid)
 
+    if dry_run:
+        created = await create_dry(request, db, create)
+        return answer(PoolDryRun, created.resource, None, 202)
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()
     return response
@@ -126,8 +137,13 @@ async def get_pool(caller: CallerDep, db: DbDep, pool: str = PoolPath) -> Respon
     summary="Change a compute pool's quota",
     description="Project admin. The new quota is a new generation (202); the reconciler "
     'updates the ClusterQueue. `If-Match: "<generation>"` makes it conditional (412 on '
-    "mismatch). 409 being-deleted once deletion was requested.",
-    responses={**problems(*WRITE), **problems(412)},
+    "mismatch). 409 being-deleted once deletion was requested. `dry_run=true`: 200 with what "
+    "it would store and the fields it would change, nothing written.",
+    responses={
+        200: success(PoolDryRun, "Dry run: what the request would store and change"),
+        **problems(*WRITE),
+        **problems(412),
+    },
     tags=["compute-pools"],
 )
 async def patch_pool(
@@ -137,18 +153,18 @@ async def patch_pool(
     db: DbDep,
     pool: str = PoolPath,
     if_match_header: IfMatch = None,
-) -> Response[PoolResource]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     raise_violations(check_pool_patch(data))
     if_match = expected_generation(request)
-    async with db.transaction() as conn:
+    project = caller.require_project()
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(pools.get(conn, project, pool)) if dry_run else None
         updated = await pools.update_quota(
-            conn,
-            caller.require_project(),
-            pool,
-            data.quota,
-            if_match=if_match,
-            actor=caller.actor,
+            conn, project, pool, data.quota, if_match=if_match, actor=caller.actor
         )
+    if dry_run:
+        return answer(PoolDryRun, updated, before, 202)
     return _answer(updated, 202)
 
 

@@ -8,10 +8,12 @@ from app.api.auth import PLATFORM_ADMIN, requires
 from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, json_body, problems, success
+from app.api.dry_runs import DryRun, answer, create_dry, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
+from app.domain.dry_runs import ProjectDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.naming import namespace_for, reserved_project_problem
 from app.domain.render import namespace_owner_labels
@@ -51,8 +53,13 @@ def project_location(name: str) -> str:
     "`aicp-<name>` that exists and is not aicp's is 409 `object-not-owned`. `limits` "
     "(optional) caps what the project's compute pools hold together: accelerators per class (a "
     "class not named may have none once `accelerators` is set), cpu and memory; a null "
-    "ceiling, or no `limits`, is none. Honours `Idempotency-Key`.",
-    responses={202: success(Project, "Accepted"), **problems(*CREATE)},
+    "ceiling, or no `limits`, is none. Honours `Idempotency-Key`. `dry_run=true`: 200 with "
+    "what it would store, nothing written.",
+    responses={
+        200: success(ProjectDryRun, "Dry run: what the request would store and change"),
+        202: success(Project, "Accepted"),
+        **problems(*CREATE),
+    },
     tags=["projects"],
 )
 async def create_project(
@@ -61,7 +68,8 @@ async def create_project(
     caller: CallerDep,
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
-) -> Response[bytes]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     reserved = reserved_project_problem(data.name, request.app.state["install_namespace"])
     violations = [
         *([("name", reserved)] if reserved else []),
@@ -87,6 +95,9 @@ async def create_project(
         await refuse_foreign(request, NAMESPACES, None, namespace, expected)
         return Created(project, project_location(project.name), "project", project.uid)
 
+    if dry_run:
+        created = await create_dry(request, db, create)
+        return answer(ProjectDryRun, created.resource, None, 202)
     return await respond_once(request, db, caller, status=202, create=create)
 
 
@@ -131,8 +142,13 @@ async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     description="Platform admin only. Replaces `limits` (null: no ceilings) as a new "
     "generation (202). Limits below what the project's pools already hold are 409 "
     "limit-below-allocation naming each: shrink or delete pools first. Honours "
-    '`If-Match: "<generation>"` (412 generation-mismatch).',
-    responses={**problems(*WRITE), **problems(412)},
+    '`If-Match: "<generation>"` (412 generation-mismatch). `dry_run=true`: 200 with what it '
+    "would store and the fields it would change, nothing written.",
+    responses={
+        200: success(ProjectDryRun, "Dry run: what the request would store and change"),
+        **problems(*WRITE),
+        **problems(412),
+    },
     tags=["projects"],
 )
 async def patch_project(
@@ -141,11 +157,13 @@ async def patch_project(
     caller: CallerDep,
     db: DbDep,
     if_match_header: IfMatch = None,
-) -> Response[Project]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     raise_violations(check_limits("limits", data.limits))
     ref = caller.require_project()
     expected = expected_generation(request)
-    async with db.transaction() as conn:
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await projects.get_project(conn, ref.name) if dry_run else None
         project = await projects.set_limits(
             conn,
             project_id=ref.id,
@@ -154,6 +172,8 @@ async def patch_project(
             actor=caller.actor,
             expected_generation=expected,
         )
+    if dry_run:
+        return answer(ProjectDryRun, project, before, 202)
     return Response(project, status_code=202, headers={"ETag": etag(project.generation)})
 
 

@@ -18,8 +18,10 @@ from litestar.params import FromPath
 from app.api.auth import PLATFORM_ADMIN, Caller, requires
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, READ, json_body, problems, success
+from app.api.dry_runs import DryRun, answer, create_dry
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
+from app.domain.dry_runs import TokenDryRun
 from app.domain.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from app.domain.resources import TokenCreated, TokenList
 from app.domain.specs import TokenCreate
@@ -83,8 +85,13 @@ def _without_secret(created: TokenCreated) -> TokenCreated:
     "A project token creates tokens of its own role or lower (else 403), that expire no later "
     "than itself (else 422 on `expires_in_days`); only the platform admin creates tokens that "
     "never expire (else 403). At most `AICP_TOKENS_PER_PROJECT` live tokens per project "
-    "(409 token-limit-reached).",
-    responses={201: success(TokenCreated, "Created"), **problems(*CREATE)},
+    "(409 token-limit-reached). `dry_run=true`: 200 with the token it would create (`token` "
+    "null: no secret is made), nothing written.",
+    responses={
+        200: success(TokenDryRun, "Dry run: the token the request would create"),
+        201: success(TokenCreated, "Created"),
+        **problems(*CREATE),
+    },
     tags=["tokens"],
 )
 async def create_token(
@@ -93,7 +100,8 @@ async def create_token(
     caller: CallerDep,
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
-) -> Response[bytes]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     project = caller.require_project()
     minter = check_lineage(caller, data)
     max_live: int = request.app.state[TOKENS_PER_PROJECT_KEY]
@@ -111,6 +119,9 @@ async def create_token(
         )
         return Created(created, None, "token", created.id)
 
+    if dry_run:
+        made = await create_dry(request, db, create)
+        return answer(TokenDryRun, _without_secret(made.resource), None, 201)
     return await respond_once(
         request, db, caller, status=201, create=create, redact=_without_secret
     )

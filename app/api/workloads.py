@@ -11,11 +11,13 @@ from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
+from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.api.watches import open_stream
+from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
 from app.domain.states import Role, WorkloadState
@@ -81,8 +83,13 @@ def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResourc
     description="Editor. Answers 202 with the workload (defaults filled, state PENDING) and "
     "its `Location`; the reconciler creates its Job. `compute_pool` must exist and not be "
     "being deleted (else 422 naming it); `replicas` x the per-replica request must fit the "
-    "pool's quota (else 422 exceeds-pool-capacity). Honours `Idempotency-Key`.",
-    responses={202: success(WorkloadResource, "Accepted"), **problems(*CREATE)},
+    "pool's quota (else 422 exceeds-pool-capacity). Honours `Idempotency-Key`. "
+    "`dry_run=true`: 200 with what it would store, nothing written.",
+    responses={
+        200: success(WorkloadDryRun, "Dry run: what the request would store and change"),
+        202: success(WorkloadResource, "Accepted"),
+        **problems(*CREATE),
+    },
     tags=["workloads"],
 )
 async def create_workload(
@@ -91,11 +98,12 @@ async def create_workload(
     caller: CallerDep,
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
-) -> Response[bytes]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     raise_violations(check_workload(data))
     data = with_start_deadline(request, data)
     project = caller.require_project()
-    lease = CreateLease(request)
+    lease = CreateLease(request, dry_run=dry_run)
 
     async def create(conn: Connection) -> Created:
         workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
@@ -103,6 +111,9 @@ async def create_workload(
         location = workload_location(project.name, workload.name)
         return Created(workload, location, "workload", workload.uid)
 
+    if dry_run:
+        created = await create_dry(request, db, create)
+        return answer(WorkloadDryRun, created.resource, None, 202)
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()
     return response
@@ -220,8 +231,13 @@ async def get_workload(
     description="Editor. The full spec becomes a new generation (202): the reconciler removes "
     "the old Job and creates one for the new generation. The body's `name` must be the "
     'path\'s. `If-Match: "<generation>"` makes it conditional (412 on mismatch); 409 '
-    "being-deleted once deletion was requested.",
-    responses={**problems(*WRITE), **problems(412)},
+    "being-deleted once deletion was requested. `dry_run=true`: 200 with what it would store "
+    "and the fields it would change, nothing written.",
+    responses={
+        200: success(WorkloadDryRun, "Dry run: what the request would store and change"),
+        **problems(*WRITE),
+        **problems(412),
+    },
     tags=["workloads"],
 )
 async def replace_workload(
@@ -231,17 +247,22 @@ async def replace_workload(
     db: DbDep,
     name: str = NamePath,
     if_match_header: IfMatch = None,
-) -> Response[WorkloadResource]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     violations = check_workload(data)
     if data.name != name:
         violations.insert(0, ("name", f"must be the name in the path ({name!r})"))
     raise_violations(violations)
     data = with_start_deadline(request, data)
     if_match = expected_generation(request)
-    async with db.transaction() as conn:
+    project = caller.require_project()
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(workloads.get(conn, project, name)) if dry_run else None
         replaced = await workloads.replace(
-            conn, caller.require_project(), data, if_match=if_match, actor=caller.actor
+            conn, project, data, if_match=if_match, actor=caller.actor
         )
+    if dry_run:
+        return answer(WorkloadDryRun, replaced, before, 202)
     return _answer(replaced, 202)
 
 

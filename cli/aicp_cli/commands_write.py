@@ -30,7 +30,12 @@ if TYPE_CHECKING:
     type=click.Path(allow_dash=True),
     help="YAML or JSON file (several documents allowed); - for standard input.",
 )
-@click.option("--dry-run", is_flag=True, help="Print what would change; change nothing.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Ask the server what would change (it checks each request as a real apply) and "
+    "print the diff; change nothing.",
+)
 @click.pass_context
 def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
     """Create or replace resources from files: workloads (the default kind), compute pools
@@ -44,7 +49,9 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
             label = f"{doc.kind.lower()}/{doc.name}"
             try:
                 step = manifests.plan(client, project, doc)
-                if not dry_run:
+                if dry_run:
+                    step = manifests.dry_run(client, step)
+                else:
                     manifests.execute(client, step)
             except CliError as exc:
                 fatal = isinstance(exc, ApiError) and exc.status in (401, 403, 503)

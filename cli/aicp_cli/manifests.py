@@ -10,6 +10,16 @@ files, or `-` for standard input. Applying is create-or-replace by name:
 - Project: created when absent; its `limits` changed (PATCH) when the document names them and
   they differ (the other fields have no update).
 - AcceleratorBinding: PUT (created or replaced).
+
+What `aicp get ... -o yaml` (or `-o json`) prints applies back unchanged: a document without
+`kind` that is a resource as the server answers it (it has `created_at`) is of the kind its
+fields say, a list (`items:`) is each of its items, and the fields the server keeps (ids,
+times, generation, status; a workload's fields outside `spec`) are dropped. A document's
+`project` (in `get`'s output) is the project it applies to.
+
+`--dry-run` sends each request with `?dry_run=true`: the server checks it as it would check
+the real one (so its errors are the real apply's) and answers what it would store; the diff
+is between what is stored and that answer.
 """
 
 from __future__ import annotations
@@ -57,11 +67,33 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
 }
 
 
+#: The fields the server keeps, by kind: in `get`'s output, ignored on apply.
+READ_ONLY: dict[str, frozenset[str]] = {
+    "Workload": frozenset(
+        {"project", "uid", "generation", "created_at", "updated_at", "created_by", "status"}
+    ),
+    "ComputePool": frozenset(
+        {"project", "uid", "generation", "created_at", "updated_at", "created_by", "status"}
+    ),
+    "Project": frozenset(
+        {"uid", "namespace", "generation", "created_at", "updated_at", "created_by", "status"}
+    ),
+    "AcceleratorBinding": frozenset({"created_at", "updated_at"}),
+}
+#: The fields a kind's request sets, as the server answers them (what a diff compares).
+WRITTEN: dict[str, tuple[str, ...]] = {
+    "ComputePool": ("name", "accelerator_class", "quota"),
+    "Project": ("name", "display_name", "labels", "limits"),
+    "AcceleratorBinding": ("resource_name", "flavor", "node_labels", "tolerations", "description"),
+}
+
+
 @dataclass
 class Document:
     source: str  # "file.yaml" or "file.yaml#2"
     kind: str
     body: dict[str, Any]
+    project: str | None = None  # the `project` of a resource as `get` printed it
 
     @property
     def name(self) -> str:
@@ -87,9 +119,10 @@ def read_documents(paths: list[str]) -> list[Document]:
                 raise CliError(f"{source}: a document must be a mapping, not a list")
             if not isinstance(doc, dict):
                 raise CliError(f"{source}: a document must be a mapping of fields")
-            found = _document(source, doc)
-            _ = found.name  # a document without its name is reported here, with its source
-            docs.append(found)
+            for item_source, item in _items(source, doc):
+                found = _document(item_source, item)
+                _ = found.name  # a document without its name is reported here, with its source
+                docs.append(found)
     if not docs:
         raise CliError("no documents to apply")
     return docs
@@ -106,9 +139,41 @@ def _read(path: str) -> str:
         raise CliError(f"{path}: not UTF-8 text") from exc
 
 
+def _items(source: str, doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A list as `get` prints it (`items:`, and `next_cursor`) is its items; any other
+    document is itself."""
+    items = doc.get("items")
+    if "kind" in doc or not isinstance(items, list) or set(doc) - {"items", "next_cursor"}:
+        return [(source, doc)]
+    found = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise CliError(f"{source}: items[{index}] must be a mapping of fields")
+        found.append((f"{source} items[{index}]", item))
+    return found
+
+
+def _kind_of_resource(source: str, doc: dict[str, Any]) -> str:
+    """The kind of a document without `kind`: Workload, unless it is a resource as the
+    server answers it (with `created_at`), whose fields tell its kind."""
+    if "created_at" not in doc:
+        return "Workload"
+    if "spec" in doc:
+        return "Workload"
+    if "quota" in doc:
+        return "ComputePool"
+    if "resource_name" in doc:
+        return "AcceleratorBinding"
+    if "namespace" in doc:
+        return "Project"
+    if "role" in doc:
+        raise CliError(f"{source}: tokens are not applied from files; use 'aicp create token'")
+    return "Workload"
+
+
 def _document(source: str, doc: dict[str, Any]) -> Document:
     body = dict(doc)
-    raw_kind = body.pop("kind", "Workload")
+    raw_kind = body.pop("kind", None) or _kind_of_resource(source, body)
     kind = KIND_NAMES.get(str(raw_kind).lower().replace("-", "").replace("_", ""))
     if kind is None:
         raise CliError(
@@ -116,7 +181,11 @@ def _document(source: str, doc: dict[str, Any]) -> Document:
             "AcceleratorBinding)"
         )
     body.pop("apiVersion", None)
-    return Document(source, kind, body)
+    project = body.get("project") if kind in ("Workload", "ComputePool") else None
+    body = {key: value for key, value in body.items() if key not in READ_ONLY[kind]}
+    if kind == "Workload" and isinstance(body.get("spec"), dict):
+        body = {**body.pop("spec"), **body}  # a workload as `get` prints it: its spec
+    return Document(source, kind, body, project if isinstance(project, str) else None)
 
 
 @dataclass
@@ -129,6 +198,7 @@ class Plan:
     path: str
     body: Any
     diff: str
+    stored: Any = None  # the resource as the server answered it before; None when absent
 
 
 def plan(client: Client, project: str | None, doc: Document) -> Plan:
@@ -147,7 +217,7 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
             wanted.pop(SERVER_DEFAULTED, None)
         if _same(stored, wanted):
             return Plan(doc, "unchanged", None, one, None, "")
-        return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, name))
+        return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, name), current)
     if doc.kind == "ComputePool":
         path = by_name("pool").path(_project(project, doc))
         one = by_name("pool").path(_project(project, doc), name)
@@ -162,7 +232,7 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
             return Plan(doc, "unchanged", None, one, None, "")
         patch = {"quota": doc.body.get("quota")}
         diff = _diff({"quota": current.get("quota")}, patch, name)
-        return Plan(doc, "configured", "PATCH", one, patch, diff)
+        return Plan(doc, "configured", "PATCH", one, patch, diff, current)
     if doc.kind == "Project":
         current = client.exists(by_name("project").path(None, name))
         if current is None:
@@ -171,7 +241,8 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
             return Plan(doc, "unchanged", None, by_name("project").path(None, name), None, "")
         patch = {"limits": doc.body["limits"]}
         diff = _diff({"limits": current.get("limits")}, patch, name)
-        return Plan(doc, "configured", "PATCH", by_name("project").path(None, name), patch, diff)
+        one = by_name("project").path(None, name)
+        return Plan(doc, "configured", "PATCH", one, patch, diff, current)
     path = by_name("binding").path(None, name)
     current = client.exists(path)
     body = {k: v for k, v in doc.body.items() if k != "accelerator_class"}
@@ -179,7 +250,7 @@ def plan(client: Client, project: str | None, doc: Document) -> Plan:
         stored = {k: current.get(k) for k in body}
         if _same(stored, body):
             return Plan(doc, "unchanged", None, path, None, "")
-        return Plan(doc, "configured", "PUT", path, body, _diff(stored, body, name))
+        return Plan(doc, "configured", "PUT", path, body, _diff(stored, body, name), current)
     return Plan(doc, "created", "PUT", path, body, _diff(None, body, name))
 
 
@@ -194,6 +265,12 @@ def _same_limits(stored: Any, wanted: Any) -> bool:
 
 
 def _project(project: str | None, doc: Document) -> str:
+    if doc.project and project and doc.project != project:
+        raise CliError(
+            f"the document is of project {doc.project!r}, not {project!r} "
+            "(drop its `project` or pass --project to match)"
+        )
+    project = doc.project or project
     if not project:
         raise CliError(f"{doc.source}: no project (pass --project NAME or set AICP_PROJECT)")
     return project
@@ -212,6 +289,32 @@ def _diff(before: Any, after: Any, name: str) -> str:
     return "".join(
         difflib.unified_diff(lines(before), lines(after), f"{name} (stored)", f"{name} (file)")
     )
+
+
+def dry_run(client: Client, step: Plan) -> Plan:
+    """The plan as the server's dry run answers it: the server's errors are raised as the
+    real request would raise them, and the diff is between what `plan` read (none when
+    absent) and what the server would store; "unchanged" when it would change nothing."""
+    if step.method is None:
+        return step
+    answer = client.request(
+        step.method, step.path, body=step.body, params={"dry_run": "true"}
+    ).json()
+    if not answer.get("changes"):
+        return Plan(step.document, "unchanged", None, step.path, None, "")
+    kind, name = step.document.kind, step.document.name
+    after = written(kind, answer["object"])
+    before = written(kind, step.stored) if step.stored is not None else None
+    diff = _diff(before, after, name)
+    return Plan(step.document, step.action, step.method, step.path, step.body, diff, step.stored)
+
+
+def written(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a resource as the server answers it that a request of `kind` sets."""
+    if kind == "Workload":
+        spec: dict[str, Any] = obj.get("spec") or {}
+        return spec
+    return {key: obj.get(key) for key in WRITTEN[kind]}
 
 
 def execute(client: Client, step: Plan) -> None:

@@ -229,3 +229,40 @@ def test_a_broken_config_file_is_one_line(private_config: Path) -> None:
     private_config.write_text("current-context: a\ncontexts:\n  a: 5\n")
     with pytest.raises(CliError, match="context 'a' is not a mapping"):
         config.resolve(None, None)
+
+
+def test_what_get_prints_is_read_back_as_the_request_that_made_it(tmp_path: Path) -> None:
+    (tmp_path / "got.yaml").write_text(
+        "name: w\nproject: research\ncompute_pool: p\nuid: 1\ngeneration: 3\n"
+        "spec: {name: w, compute_pool: p, image: i, cpu: '1'}\ncreated_at: t\nupdated_at: t\n"
+        "created_by: admin\nstatus: {state: RUNNING}\n---\n"
+        "items:\n- {name: p, project: research, accelerator_class: c, quota: {cpu: '1'}, "
+        "uid: 2, generation: 1, created_at: t, updated_at: t, created_by: admin, status: {}}\n"
+        "- {name: research, uid: 3, display_name: null, labels: {}, namespace: aicp-research, "
+        "generation: 1, created_at: t, updated_at: t, created_by: admin, limits: null, "
+        "status: {}}\n"
+        "- {accelerator_class: c, resource_name: r/gpu, flavor: f, node_labels: {}, "
+        "tolerations: [], description: null, created_at: t, updated_at: t}\n"
+        "next_cursor: null\n"
+    )
+
+    docs = read_documents([str(tmp_path / "got.yaml")])
+
+    assert [(d.source.rsplit("/", 1)[-1], d.kind, d.name, d.project) for d in docs] == [
+        ("got.yaml#1", "Workload", "w", "research"),
+        ("got.yaml#2 items[0]", "ComputePool", "p", "research"),
+        ("got.yaml#2 items[1]", "Project", "research", None),
+        ("got.yaml#2 items[2]", "AcceleratorBinding", "c", None),
+    ]
+    assert docs[0].body == {"name": "w", "compute_pool": "p", "image": "i", "cpu": "1"}
+    assert docs[1].body == {"name": "p", "accelerator_class": "c", "quota": {"cpu": "1"}}
+    assert docs[2].body == {"name": "research", "display_name": None, "labels": {}, "limits": None}
+    assert set(docs[3].body) == {
+        "accelerator_class", "resource_name", "flavor", "node_labels", "tolerations", "description"
+    }  # fmt: skip
+
+
+def test_a_document_without_created_at_is_still_a_workload_body(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text("name: w\ncompute_pool: p\nimage: i\nquota: 1\n")
+    (doc,) = read_documents([str(tmp_path / "w.yaml")])
+    assert doc.kind == "Workload" and doc.body["quota"] == 1  # the server names the typo

@@ -61,6 +61,9 @@ async def test_openapi_python_client_generates_a_client_without_warnings(
     assert methods == {re.sub(r"([A-Z])", r"_\1", i).lower() for i in ids}
     watch = (api / "workloads" / "watch_workload.py").read_text()
     assert "response_200 = response.text" in watch  # an SSE client reads it, not from_dict
+    create = (api / "workloads" / "create_workload.py").read_text()
+    assert "response_200 = WorkloadDryRun.from_dict(response.json())" in create  # dry_run=true
+    assert "dry_run: bool | Unset = False" in create
     problem = (tmp_path / "client" / "models" / "problem.py").read_text()
     assert "errors (list[FieldProblem] | None | Unset)" in problem
 
