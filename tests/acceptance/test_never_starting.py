@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.acceptance.conftest import Scenario
-from tests.e2e.scenario import POOL
+from tests.support.scenario import POOL
 from tests.support.waiting import wait_until
 
 BAD_IMAGE = "ghcr.io/acme/does-not-exist:1"

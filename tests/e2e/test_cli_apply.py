@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.scenario import CLASS, POOL, PROJECT, setup_pool, submit
 from tests.e2e.test_cli import admin_cli
+from tests.support.scenario import CLASS, POOL, PROJECT
 from tests.support.service import RunningService
 
 pytestmark = pytest.mark.timeout(180)
@@ -29,7 +29,7 @@ FITS = "name: small\ncompute_pool: h100-pool\nimage: busybox\n"
 async def test_a_dry_run_shows_the_servers_errors_as_a_real_apply_does_and_changes_nothing(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     (tmp_path / "all.yaml").write_text("---\n".join([FITS, TOO_BIG, NO_CLASS]))
 
@@ -59,7 +59,7 @@ async def test_a_dry_run_shows_the_servers_errors_as_a_real_apply_does_and_chang
 async def test_a_dry_run_of_a_changed_pool_prints_the_diff_and_of_the_same_one_unchanged(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     pool = (await cli.run("get", "pool", POOL, "-o", "yaml")).out
     (tmp_path / "p.yaml").write_text(pool.replace("accelerators: 16", "accelerators: 8"))
@@ -77,11 +77,11 @@ async def test_a_dry_run_of_a_changed_pool_prints_the_diff_and_of_the_same_one_u
 async def test_what_get_prints_applies_back_unchanged_for_every_kind_and_list(
     running_service: RunningService, tmp_path: Path, fmt: str
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     await running_service.api.create_project(
         "limited", limits={"accelerators": {CLASS: 8}, "cpu": "64"}
     )
-    await submit(running_service, "train", env={"KUBESIM_RUN_SECONDS": "60"})
+    await running_service.scenario().submit("train", env={"KUBESIM_RUN_SECONDS": "60"})
     cli = admin_cli(running_service, tmp_path)
     shown = {
         "workload/train": ("get", "workload", "train"),
@@ -123,7 +123,7 @@ async def test_what_get_prints_applies_back_unchanged_for_every_kind_and_list(
 async def test_a_resource_of_another_project_is_refused_and_a_token_is_not_applied(
     running_service: RunningService, tmp_path: Path
 ) -> None:
-    await setup_pool(running_service)
+    await running_service.scenario().setup_pool()
     cli = admin_cli(running_service, tmp_path)
     (tmp_path / "p.yaml").write_text((await cli.run("get", "pool", POOL, "-o", "yaml")).out)
     await cli.run("create", "token", "ci", "--role", "viewer", "--expires-in-days", "1")
