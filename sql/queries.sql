@@ -676,6 +676,22 @@ SELECT c.id, p.name AS project_name, c.name AS pool_name
 FROM compute_pools c
 JOIN projects p ON p.id = c.project_id;
 
+-- name: steps_project_namespaces
+-- Every live project whose namespace has been applied: what the first lists after a start are
+-- compared with (a cluster that lost the namespace, e.g. one replaced under this database).
+SELECT id, name FROM projects
+WHERE observed_generation > 0 AND deletion_requested_at IS NULL;
+
+-- name: steps_live_workload_jobs
+-- Every workload reported as having a Job (QUEUED, ADMITTED, RUNNING) with the Job's name, for
+-- the same comparison. The NOT IN repeats the partial index workloads_live_by_state's predicate.
+SELECT w.id, p.name AS project_name, w.name, w.state, w.observed -> 'job' ->> 'name' AS job_name
+FROM workloads w
+JOIN projects p ON p.id = w.project_id
+WHERE w.state NOT IN ('SUCCEEDED', 'FAILED')
+  AND w.state IN ('QUEUED', 'ADMITTED', 'RUNNING')
+  AND w.deletion_requested_at IS NULL;
+
 -- name: steps_project_set_status
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed.
 WITH

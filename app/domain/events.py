@@ -45,5 +45,6 @@ class EventReason(enum.StrEnum):
     DELETED = "Deleted"
     LABELS_RESTORED = "LabelsRestored"
     QUEUES_RESTORED = "QueuesRestored"
+    NAMESPACE_RESTORED = "NamespaceRestored"
     JOB_RECREATED = "JobRecreated"
     JOB_REJECTED = "JobRejected"

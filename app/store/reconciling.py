@@ -161,6 +161,29 @@ async def pool_routes(conn: Connection) -> list[tuple[uuid.UUID, str, str]]:
     return [(r["id"], r["project_name"], r["pool_name"]) for r in rows]
 
 
+async def project_namespaces(conn: Connection) -> list[tuple[uuid.UUID, str]]:
+    """(project id, project name) of every live project whose namespace was applied."""
+    rows = await conn.fetch(QUERIES["steps_project_namespaces"])
+    return [(r["id"], r["name"]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveJob:
+    """A workload reported as having a Job (QUEUED, ADMITTED or RUNNING), and that Job."""
+
+    id: uuid.UUID
+    project: str
+    name: str
+    state: str
+    job_name: str | None
+
+
+async def live_workload_jobs(conn: Connection) -> list[LiveJob]:
+    """Every workload reported as having a Job, with the Job's recorded name."""
+    rows = await conn.fetch(QUERIES["steps_live_workload_jobs"])
+    return [LiveJob(r["id"], r["project_name"], r["name"], r["state"], r["job_name"]) for r in rows]
+
+
 def _written(row: asyncpg.Record | None) -> Written:
     assert row is not None  # the statement always returns one row
     age = row.get("age")
