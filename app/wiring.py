@@ -155,6 +155,8 @@ class ReconcilingComponent:
         missing = self.informers.not_synced()
         if missing:
             return f"informers not synced: {', '.join(missing)}"
+        if self.engine.running and not self.heal_done.is_set():
+            return "repairing what the cluster lacks of the database (first lists just in)"
         starting = self._engine_start
         if starting is not None and starting.done() and not starting.cancelled():
             failure = starting.exception()

@@ -176,12 +176,24 @@ class LiveJob:
     name: str
     state: str
     job_name: str | None
+    job_uid: str | None
 
 
 async def live_workload_jobs(conn: Connection) -> list[LiveJob]:
-    """Every workload reported as having a Job, with the Job's recorded name."""
+    """Every workload reported as having a Job, with the Job's recorded name and uid."""
     rows = await conn.fetch(QUERIES["steps_live_workload_jobs"])
-    return [LiveJob(r["id"], r["project_name"], r["name"], r["state"], r["job_name"]) for r in rows]
+    return [
+        LiveJob(r["id"], r["project_name"], r["name"], r["state"], r["job_name"], r["job_uid"])
+        for r in rows
+    ]
+
+
+async def workloads_still_on_jobs(
+    conn: Connection, ids: list[uuid.UUID], job_uids: list[str]
+) -> int:
+    """How many of `ids` are still QUEUED, ADMITTED or RUNNING on one of `job_uids`."""
+    count: int = await conn.fetchval(QUERIES["steps_workloads_still_on_jobs"], ids, job_uids)
+    return count
 
 
 def _written(row: asyncpg.Record | None) -> Written:

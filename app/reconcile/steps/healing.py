@@ -15,12 +15,17 @@ wakes each resource whose objects are missing — the steps then repair them as 
 | workload QUEUED, ADMITTED, RUNNING | its Job                 | the workload step: PENDING, and |
 |                                    |                         | a new attempt (`drift.job_lost`)|
 
-It returns what it found (`Healed`), which the log and dev mode's banner report.
+It returns what it found (`Healed`), which the log and dev mode's banner report, once the
+workloads it woke no longer claim the Jobs that are gone (or after `SETTLE_LIMIT_SECONDS`):
+until then `/readyz` answers 503, so a ready replica never reports a workload QUEUED, ADMITTED
+or RUNNING on a Job the cluster does not have.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,10 +33,17 @@ from app.domain.naming import cluster_queue_name, namespace_for
 from app.store import reconciling
 
 if TYPE_CHECKING:
+    import uuid
+
     from app.reconcile.engine import Reconciler
     from app.reconcile.steps.context import StepContext
 
 log = logging.getLogger("aicp.reconcile")
+
+#: How long the heal waits for the workloads it woke to leave the Jobs that are gone.
+SETTLE_LIMIT_SECONDS = 30.0
+#: How often it looks meanwhile.
+SETTLE_POLL_SECONDS = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +91,34 @@ async def heal_after_sync(engine: Reconciler, ctx: StepContext) -> Healed:
         if queue is None or project in without_namespace:
             healed.pools.append(f"{project}/{pool}")
             engine.wake("pool", pool_id)
+    lost: dict[uuid.UUID, str] = {}
     for workload in workloads:
         job_name = workload.job_name
         if job_name and informers.jobs.get(namespace_for(workload.project), job_name) is None:
             healed.workloads.append(f"{workload.project}/{workload.name} ({workload.state})")
+            lost[workload.id] = workload.job_uid or ""
             engine.wake("workload", workload.id)
     if healed:
         log.warning("the cluster lacks objects aicp made: %s", healed.sentence())
+    if lost:
+        await _settle(ctx, lost)
     return healed
+
+
+async def _settle(ctx: StepContext, lost: dict[uuid.UUID, str]) -> None:
+    """Wait until no woken workload is reported on its lost Job any more (bounded)."""
+    deadline = time.monotonic() + SETTLE_LIMIT_SECONDS
+    ids, uids = list(lost), [uid for uid in lost.values() if uid]
+    while True:
+        async with ctx.db.connection() as conn:
+            left = await reconciling.workloads_still_on_jobs(conn, ids, uids)
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            log.warning(
+                "%d workloads still report a Job the cluster lacks after %.0f s; ready anyway",
+                left,
+                SETTLE_LIMIT_SECONDS,
+            )
+            return
+        await asyncio.sleep(SETTLE_POLL_SECONDS)
