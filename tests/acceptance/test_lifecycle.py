@@ -75,6 +75,10 @@ async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(scenario: 
     assert "DriftCorrected" in await scenario.event_types("victim")
 
 
+# A real namespace controller deletes a namespace's pods first and waits out their grace
+# period (30 s by default) before it deletes the Jobs and then the namespace itself: the
+# namespace is gone well after the 60 s an acceptance test otherwise gets has begun.
+@pytest.mark.timeout(240)
 async def test_a_namespace_deleted_by_hand_comes_back_and_its_running_workload_is_retried(
     scenario: Scenario,
 ) -> None:
