@@ -120,6 +120,8 @@ async def job_deleted(
                 f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
                 "Job will replace it."
             )
+            if row.state != WorkloadState.PENDING:
+                events.append(Event(EventType.PENDING, reason))
         events.append(evidence_recorded(job, summary(classification.evidence, name)))
         written = await ctx.write_status(
             fence,

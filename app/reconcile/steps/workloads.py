@@ -82,6 +82,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp.reconcile")
 
+#: What the apiserver says when a create targets a namespace that is being deleted (403).
+TERMINATING_NAMESPACE = "because it is being terminated"
 #: A workload whose namespace or queues are not applied yet looks again after this long.
 WAIT_FOR_QUEUES_SECONDS = 0.5
 #: A live workload is looked at again after this long even without events: a level-based
@@ -183,6 +185,8 @@ class WorkloadStep:
         except (NotFound, Forbidden) as exc:
             # The namespace went (or is going) between its check and the create: deleted
             # outside aicp. Its DELETED event wakes the project step, which re-creates it.
+            if isinstance(exc, Forbidden) and TERMINATING_NAMESPACE not in exc.message:
+                raise  # RBAC, not the namespace
             log.warning(
                 "workload %s/%s: Job %s not created, namespace %s is gone: %s",
                 row.project,
@@ -256,7 +260,9 @@ class WorkloadStep:
                 state=WorkloadState.PENDING,
                 reason=reason,
                 observed=drift.job_lost(row),
-                events=[],
+                events=[Event(EventType.PENDING, reason)]
+                if row.state != WorkloadState.PENDING
+                else [],
             )
         return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
 
