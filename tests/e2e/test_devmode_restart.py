@@ -114,7 +114,7 @@ async def test_a_restart_on_kept_state_recreates_what_aicp_owns_and_says_so(
             healed = await wait_until(
                 lambda: _line(dev, "kubesim started empty"), timeout=10, message="heal banner"
             )
-            assert "1 projects' namespaces and 1 pools' queues re-created" in healed
+            assert "1 project's namespace and 1 pool's queues re-created" in healed
             assert "2 workloads' Jobs were gone" in healed
             assert f"{PROJECT}/long (RUNNING)" in healed and f"{PROJECT}/other (RUNNING)" in healed
 

@@ -60,16 +60,24 @@ class Healed:
     def sentence(self) -> str:
         """One sentence saying what is being re-created."""
         parts = [
-            f"{len(self.projects)} projects' namespaces and {len(self.pools)} pools' queues "
-            "re-created"
+            f"{_count(self.projects, 'project')} namespace"
+            f"{'' if len(self.projects) == 1 else 's'} and "
+            f"{_count(self.pools, 'pool')} queues re-created"
         ]
         if self.workloads:
+            more = len(self.workloads) - 10
             parts.append(
-                f"{len(self.workloads)} workloads' Jobs were gone (each retried as a new "
+                f"{_count(self.workloads, 'workload')} Job"
+                f"{' was' if len(self.workloads) == 1 else 's were'} gone (each retried as a new "
                 f"attempt): {', '.join(self.workloads[:10])}"
-                + (f" and {len(self.workloads) - 10} more" if len(self.workloads) > 10 else "")
+                + (f" and {more} more" if more > 0 else "")
             )
         return "; ".join(parts) + "."
+
+
+def _count(items: list[str], noun: str) -> str:
+    """`1 project's`, `2 projects'`."""
+    return f"1 {noun}'s" if len(items) == 1 else f"{len(items)} {noun}s'"
 
 
 async def heal_after_sync(engine: Reconciler, ctx: StepContext) -> Healed:

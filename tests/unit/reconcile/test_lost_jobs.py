@@ -94,9 +94,14 @@ def test_what_the_first_lists_lacked_reads_as_one_sentence() -> None:
     )
 
     assert healed.sentence() == (
-        "1 projects' namespaces and 1 pools' queues re-created; 12 workloads' Jobs were gone "
+        "1 project's namespace and 1 pool's queues re-created; 12 workloads' Jobs were gone "
         "(each retried as a new attempt): "
         + ", ".join(f"research/w{i} (RUNNING)" for i in range(10))
         + " and 2 more."
     )
     assert not Healed()
+    one = Healed(projects=["a", "b"], pools=[], workloads=["a/w (RUNNING)"])
+    assert one.sentence() == (
+        "2 projects' namespaces and 0 pools' queues re-created; 1 workload's Job was gone "
+        "(each retried as a new attempt): a/w (RUNNING)."
+    )
