@@ -21,8 +21,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from app.domain.events import EventReason, EventType
-from app.domain.kube_objects import field, name_of
+from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
+from app.domain.naming import namespace_for
 from app.domain.render import declared_drift, render_job_metadata_only
 from app.domain.states import WorkloadState
 from app.kube.apply import apply, remove_finalizer
@@ -41,6 +42,7 @@ from app.reconcile.steps.evidence import (
 from app.reconcile.workers import Result
 
 if TYPE_CHECKING:
+    from app.domain.classify import Classification
     from app.domain.kube_objects import Manifest
     from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
@@ -183,6 +185,22 @@ def attempts_before(row: WorkloadRow) -> int:
     """The attempts the row's Jobs made so far once its recorded Job is gone."""
     value = job_lost(row).get(PREVIOUS_ATTEMPTS, 0)
     return value if isinstance(value, int) else 0
+
+
+def failed_with_namespace(
+    ctx: StepContext, row: WorkloadRow, classification: Classification
+) -> Classification:
+    """A Job that failed while its namespace is being deleted outside aicp failed because of
+    that (a real namespace controller deletes the pods first, and a Job without retries
+    counts a deleted pod as failed): its reason says so."""
+    namespace = namespace_for(row.project)
+    live = ctx.informers.namespaces.get(None, namespace)
+    if live is not None and not is_terminating(live):
+        return classification
+    note = (
+        f"Namespace {namespace} was being deleted outside aicp, which deleted the workload's pods."
+    )
+    return classification._replace(reason=f"{classification.reason.rstrip()} {note}")
 
 
 def recreated_event(row: WorkloadRow, job_name: str, attempts: int, *, lost: bool) -> Event:

@@ -311,6 +311,8 @@ class WorkloadStep:
         state = classification.state
         if state.is_terminal and not _settled(row) and not self._final_facts_in(row, job):
             return Result.requeue(SETTLE_RECHECK_SECONDS)
+        if state == WorkloadState.FAILED and not _settled(row):
+            classification = drift.failed_with_namespace(ctx, row, classification)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
