@@ -10,6 +10,7 @@ kubesim (see ``app.devmode``); its state lives in ``--state-dir`` (default ``.ai
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -27,6 +28,8 @@ from app.supervision import ProcessFailed
 if TYPE_CHECKING:
     from collections.abc import Coroutine
     from pathlib import Path
+
+    from app.wiring import ReconcilingComponent
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -63,12 +66,33 @@ async def _dev_main(settings: Settings, state_dir: Path) -> None:
             )
             settings = dataclasses.replace(settings, kubeconfig=str(kubeconfig))
 
+        healing: list[asyncio.Task[None]] = []
+
         def announce(service: Service) -> None:
             text = devmode.banner(settings, service.url, state_dir, kube_url)
             print(text, file=sys.stderr, flush=True)
+            if kube_url is not None and service.kubernetes is not None:
+                healing.append(
+                    asyncio.create_task(_announce_healed(service.kubernetes), name="dev-healed")
+                )
 
-        # The cluster is left (stopped) only after run_service has stopped the service.
-        await run_service(settings, on_ready=announce)
+        try:
+            # The cluster is left (stopped) only after run_service has stopped the service.
+            await run_service(settings, on_ready=announce)
+        finally:
+            for task in healing:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+
+async def _announce_healed(component: ReconcilingComponent) -> None:
+    """Once the first lists are in: say what the empty embedded kubesim lacked, if anything."""
+    from app import devmode
+
+    await component.heal_done.wait()
+    if component.healed:
+        print(devmode.healed_banner(component.healed), file=sys.stderr, flush=True)
 
 
 def _dev(state_dir_arg: str | None) -> int:

@@ -24,6 +24,8 @@ from app.config import Settings
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
+    from app.reconcile.steps.healing import Healed
+
 STATE_DIR = Path(".aicp")
 KUBECONFIG_FILE = "kubeconfig"
 
@@ -108,3 +110,9 @@ def banner(
         f"  API docs (Swagger UI): {url}{SWAGGER_URL_PATH}\n"
         f"  API description: {url}/schema/openapi.json\n"
     )
+
+
+def healed_banner(healed: Healed) -> str:
+    """What the dev process prints once its first lists are in, when the embedded kubesim
+    (which always starts empty) lacked what the kept database remembers."""
+    return f"  kubesim started empty; {healed.sentence()}\n"

@@ -5,7 +5,8 @@ Kubernetes settings (always under `python -m app serve|dev`; tests may run the A
 
     start: connect the client → informers + steps installed → informers started →
            (in the background) a dead earlier run's leases released → every informer
-           synced → engine started
+           synced → engine started → what the cluster lacks of the database woken
+           (`app.reconcile.steps.healing`; `healed` says what, once `heal_done` is set)
     stop:  engine stopped (steps finish, leases released) → informers stopped → client closed
 
 The engine starts only after the first lists, so no step reads an unsynced cache (steps would
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from app.kube.client import KubeClient, KubeSettings
 from app.kube.informers import BACKOFF_CAP_SECONDS, Informers
 from app.reconcile.steps import install_steps
+from app.reconcile.steps.healing import Healed, heal_after_sync
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from app.config import Settings
     from app.kube.watching import Informer
     from app.reconcile.engine import Reconciler
+    from app.reconcile.steps.context import StepContext
     from app.store.db import Database
     from app.supervision import Supervisor
 
@@ -84,6 +87,9 @@ class ReconcilingComponent:
         self.informers: Informers | None = None
         self._engine_start: asyncio.Task[None] | None = None
         self._informer_tasks: list[asyncio.Task[None]] = []
+        #: What the first lists lacked of what the database remembers (set with `heal_done`).
+        self.healed = Healed()
+        self.heal_done = asyncio.Event()
 
     async def start(self) -> None:
         self.kube = await KubeClient.connect(self.settings)
@@ -91,7 +97,7 @@ class ReconcilingComponent:
         self.informers = Informers(self.kube, backoff_cap=self.informer_backoff_cap)
         # Steps subscribe to the informers before they start, so the first list's ADDEDs
         # are routed too.
-        install_steps(
+        ctx = install_steps(
             self.engine,
             db=self.db,
             kube=self.kube,
@@ -100,17 +106,20 @@ class ReconcilingComponent:
         )
         self._informer_tasks = self.informers.start()
         self._engine_start = asyncio.create_task(
-            self._run_engine_when_synced(self.informers), name="reconcile-start"
+            self._run_engine_when_synced(self.informers, ctx), name="reconcile-start"
         )
 
-    async def _run_engine_when_synced(self, informers: Informers) -> None:
-        """Start the engine once every informer has listed; return when it has closed."""
+    async def _run_engine_when_synced(self, informers: Informers, ctx: StepContext) -> None:
+        """Start the engine once every informer has listed, wake what the cluster lacks;
+        return when the engine has closed."""
         # After a crash-restart under the same instance id, the dead run's leases go to the
         # peers now, while the informers list (seconds under load), not once they are synced.
         await self.engine.release_predecessors()
         await informers.wait_synced()
         log.info("informers synced; starting the reconcile engine")
         await self.engine.start()
+        self.healed = await heal_after_sync(self.engine, ctx)
+        self.heal_done.set()
         await self.engine.wait_closed()
 
     def supervise(self, supervisor: Supervisor) -> None:
@@ -141,6 +150,8 @@ class ReconcilingComponent:
         missing = self.informers.not_synced()
         if missing:
             return f"informers not synced: {', '.join(missing)}"
+        if self.engine.running and not self.heal_done.is_set():
+            return "repairing what the cluster lacks of the database (first lists just in)"
         starting = self._engine_start
         if starting is not None and starting.done() and not starting.cancelled():
             failure = starting.exception()

@@ -676,6 +676,31 @@ SELECT c.id, p.name AS project_name, c.name AS pool_name
 FROM compute_pools c
 JOIN projects p ON p.id = c.project_id;
 
+-- name: steps_project_namespaces
+-- Every live project whose namespace has been applied: what the first lists after a start are
+-- compared with (a cluster that lost the namespace, e.g. one replaced under this database).
+SELECT id, name FROM projects
+WHERE observed_generation > 0 AND deletion_requested_at IS NULL;
+
+-- name: steps_live_workload_jobs
+-- Every workload reported as having a Job (QUEUED, ADMITTED, RUNNING) with the Job's name, for
+-- the same comparison. The NOT IN repeats the partial index workloads_live_by_state's predicate.
+SELECT w.id, p.name AS project_name, w.name, w.state,
+       w.observed -> 'job' ->> 'name' AS job_name, w.observed -> 'job' ->> 'uid' AS job_uid
+FROM workloads w
+JOIN projects p ON p.id = w.project_id
+WHERE w.state NOT IN ('SUCCEEDED', 'FAILED')
+  AND w.state IN ('QUEUED', 'ADMITTED', 'RUNNING')
+  AND w.deletion_requested_at IS NULL;
+
+-- name: steps_workloads_still_on_jobs
+-- How many of the workloads $1 are still reported as having one of the Jobs $2 (gone from the
+-- cluster): QUEUED, ADMITTED or RUNNING with that Job recorded.
+SELECT count(*) AS n FROM workloads
+WHERE id = ANY($1::uuid[])
+  AND state IN ('QUEUED', 'ADMITTED', 'RUNNING')
+  AND observed -> 'job' ->> 'uid' = ANY($2::text[]);
+
 -- name: steps_project_set_status
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
 -- the events of the change: $8 project id, $9 name, $10 actor, and one array element

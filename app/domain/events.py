@@ -21,7 +21,8 @@ class EventType(enum.StrEnum):
     REVOKED = "Revoked"  # a token was revoked
     READY = "Ready"  # a project's namespace exists; a pool's queues are active
     DEGRADED = "Degraded"  # a pool's ClusterQueue is not usable
-    PENDING = "Pending"  # a pool's ClusterQueue is not (yet, or no longer) active
+    PENDING = "Pending"  # a pool's ClusterQueue is not (yet, or no longer) active; a
+    # workload's Job is gone and a new one will replace it
     QUEUES_APPLIED = "QueuesApplied"  # a pool's ClusterQueue and LocalQueue were applied
     JOB_CREATED = "JobCreated"
     ADMITTED = "Admitted"  # Kueue reserved quota and admitted the workload
@@ -45,6 +46,7 @@ class EventReason(enum.StrEnum):
     DELETED = "Deleted"
     LABELS_RESTORED = "LabelsRestored"
     QUEUES_RESTORED = "QueuesRestored"
+    NAMESPACE_RESTORED = "NamespaceRestored"
     JOB_RECREATED = "JobRecreated"
     JOB_REJECTED = "JobRejected"
     START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"

@@ -1,4 +1,5 @@
-"""The informers aicp runs (docs/DESIGN.md §2, §6): Jobs, Workloads, Pods, Nodes, ClusterQueues.
+"""The informers aicp runs (docs/DESIGN.md §2, §6): Jobs, Workloads, Pods, Nodes, ClusterQueues,
+Namespaces.
 
 | kind         | what is watched                                                     |
 |--------------|---------------------------------------------------------------------|
@@ -9,6 +10,8 @@
 |              | template labels are on its pods)                                     |
 | Node         | all (evidence: node labels name the accelerator)                    |
 | ClusterQueue | `app.kubernetes.io/managed-by=aicp` (usage for the pools' status)    |
+| Namespace    | `app.kubernetes.io/managed-by=aicp` (a project's namespace deleted   |
+|              | by hand is re-created: drift)                                        |
 
 Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
 `kueue.x-k8s.io/job-uid` (the Job's uid), Pods by `batch.kubernetes.io/controller-uid` (the
@@ -30,7 +33,15 @@ from app.domain.labels import (
     NAME_PREFIX,
     QUEUE_NAME_LABEL,
 )
-from app.kube.resources import CLUSTER_QUEUES, JOBS, NODES, PODS, WORKLOADS, Resource
+from app.kube.resources import (
+    CLUSTER_QUEUES,
+    JOBS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    WORKLOADS,
+    Resource,
+)
 from app.kube.watching import Accept, Handler, Informer
 
 if TYPE_CHECKING:
@@ -93,6 +104,7 @@ class Informers:
         self.pods = informer(PODS, MANAGED_BY_SELECTOR, page_size=SPEC_PAGE_SIZE)
         self.nodes = informer(NODES)
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
+        self.namespaces = informer(NAMESPACES, MANAGED_BY_SELECTOR)
         self.jobs.index_by_label(QUEUE_NAME_LABEL)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
@@ -100,7 +112,14 @@ class Informers:
 
     @property
     def all(self) -> tuple[Informer, ...]:
-        return (self.jobs, self.workloads, self.pods, self.nodes, self.cluster_queues)
+        return (
+            self.jobs,
+            self.workloads,
+            self.pods,
+            self.nodes,
+            self.cluster_queues,
+            self.namespaces,
+        )
 
     def on_change(self, handler: Handler) -> None:
         """Call `handler` for every change of every kind (register before `start()`)."""

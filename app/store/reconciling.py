@@ -162,6 +162,41 @@ async def pool_routes(conn: Connection) -> list[tuple[uuid.UUID, str, str]]:
     return [(r["id"], r["project_name"], r["pool_name"]) for r in rows]
 
 
+async def project_namespaces(conn: Connection) -> list[tuple[uuid.UUID, str]]:
+    """(project id, project name) of every live project whose namespace was applied."""
+    rows = await conn.fetch(QUERIES["steps_project_namespaces"])
+    return [(r["id"], r["name"]) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class LiveJob:
+    """A workload reported as having a Job (QUEUED, ADMITTED or RUNNING), and that Job."""
+
+    id: uuid.UUID
+    project: str
+    name: str
+    state: str
+    job_name: str | None
+    job_uid: str | None
+
+
+async def live_workload_jobs(conn: Connection) -> list[LiveJob]:
+    """Every workload reported as having a Job, with the Job's recorded name and uid."""
+    rows = await conn.fetch(QUERIES["steps_live_workload_jobs"])
+    return [
+        LiveJob(r["id"], r["project_name"], r["name"], r["state"], r["job_name"], r["job_uid"])
+        for r in rows
+    ]
+
+
+async def workloads_still_on_jobs(
+    conn: Connection, ids: list[uuid.UUID], job_uids: list[str]
+) -> int:
+    """How many of `ids` are still QUEUED, ADMITTED or RUNNING on one of `job_uids`."""
+    count: int = await conn.fetchval(QUERIES["steps_workloads_still_on_jobs"], ids, job_uids)
+    return count
+
+
 def _written(row: asyncpg.Record | None) -> Written:
     assert row is not None  # the statement always returns one row
     age = row.get("age")

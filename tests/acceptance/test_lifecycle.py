@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from app.kube.apply import get
+from app.kube.resources import LOCAL_QUEUES, NAMESPACES
 from tests.acceptance.conftest import Scenario
+from tests.e2e.scenario import POOL
 from tests.support.waiting import wait_until
 
 
@@ -70,6 +73,78 @@ async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(scenario: 
     assert again["status"]["job"]["name"] == job["name"]
     assert again["status"]["attempts"] == 2
     assert "DriftCorrected" in await scenario.event_types("victim")
+
+
+# A real namespace controller deletes a namespace's pods first and waits out their grace
+# period (30 s by default) before it deletes the Jobs and then the namespace itself: the
+# namespace is gone well after the 60 s an acceptance test otherwise gets has begun.
+@pytest.mark.timeout(240)
+async def test_a_namespace_deleted_by_hand_comes_back_and_its_running_workload_ends_honestly(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool()
+    await scenario.submit("inside", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await scenario.wait_state("inside", "RUNNING")
+    job = running["status"]["job"]
+    kube = scenario.running.kube
+    before = await get(kube, NAMESPACES, None, scenario.namespace)
+    assert before is not None
+
+    await kube.core.delete_namespace(scenario.namespace, _preload_content=False)
+
+    async def namespace_back() -> bool:
+        found = await get(kube, NAMESPACES, None, scenario.namespace)
+        return (
+            found is not None
+            and found["metadata"]["uid"] != before["metadata"]["uid"]
+            and not found["metadata"].get("deletionTimestamp")
+        )
+
+    await wait_until(namespace_back, timeout=120, message="the namespace re-created")
+    queue = await wait_until(
+        lambda: get(kube, LOCAL_QUEUES, scenario.namespace, POOL),
+        timeout=30,
+        message="the LocalQueue re-created",
+    )
+    assert queue["spec"]["clusterQueue"].startswith(f"aicp-{scenario.project}")
+
+    async def pool_drift() -> list[str]:
+        response = await scenario.running.client.get(
+            f"/api/v1/projects/{scenario.project}/compute-pools/{POOL}/events?limit=500"
+        )
+        items = response.json()["items"]
+        return [e["message"] for e in items if e["type"] == "DriftCorrected"]
+
+    drift = await wait_until(pool_drift, timeout=30, message="the pool's DriftCorrected")
+    assert any(f"LocalQueue {POOL} is missing" in message for message in drift), drift
+
+    async def ended_honestly() -> dict[str, Any] | None:
+        found = await scenario.workload("inside")
+        status = found["status"] if found else {}
+        if status.get("state") in ("ADMITTED", "RUNNING"):
+            # Never reported admitted or running on a Job the cluster no longer has.
+            uids = [j["metadata"]["uid"] for j in await scenario.jobs(running["uid"])]
+            assert status["job"]["uid"] in uids, (status, uids)
+        again = status.get("state") == "RUNNING" and status["job"]["uid"] != job["uid"]
+        return found if again or status.get("state") == "FAILED" else None
+
+    # kubesim deletes the namespace's Jobs at once: aicp records the evidence and runs the
+    # workload again. A real namespace controller deletes the pods first, which fails a Job
+    # without retries: the workload fails, saying why.
+    ended = await wait_until(ended_honestly, timeout=150, message="the workload ended honestly")
+    if ended["status"]["state"] == "FAILED":
+        reason = ended["status"]["reason"]
+        assert f"Namespace {scenario.namespace} was being deleted outside aicp" in reason, reason
+    else:
+        assert ended["status"]["attempts"] == 2
+        recreated = [e for e in await scenario.events("inside") if e["type"] == "DriftCorrected"]
+        assert len(recreated) == 1, recreated
+        assert job["name"] in recreated[0]["message"] and "attempt 2" in recreated[0]["message"]
+
+    await scenario.submit("after")
+    await scenario.wait_state("after", "SUCCEEDED", timeout=90)
+    metrics = (await scenario.running.client.get("/metrics")).text
+    assert 'aicp_drift_corrections_total{kind="Namespace"}' in metrics
 
 
 async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario) -> None:

@@ -54,6 +54,14 @@ CASES = [
     ),
     pytest.param("GET", "/api/v1/namespaces", True, None, {("", "namespaces", "watch")}),
     pytest.param(
+        "GET",
+        "/api/v1/namespaces?labelSelector=app.kubernetes.io%2Fmanaged-by%3Daicp&limit=500",
+        False,
+        None,
+        {("", "namespaces", "list")},
+        id="namespace-informer-list",
+    ),
+    pytest.param(
         "PUT",
         "/api/v1/namespaces/aicp-research/finalize",
         False,

@@ -48,7 +48,7 @@ async def test_a_dry_run_shows_the_servers_errors_as_a_real_apply_does_and_chang
     assert lines[0] == "workload/small created (dry run)"
     assert "+cpu: '1'" in lines and "+memory: 1Gi" in lines  # the server's defaults
     for name in ("small", "huge"):
-        assert await running_service.workload(PROJECT, name) is None
+        assert await running_service.scenario().workload(name) is None
 
     real = await cli.run("apply", "-f", "all.yaml")
 
@@ -116,7 +116,7 @@ async def test_what_get_prints_applies_back_unchanged_for_every_kind_and_list(
     assert sorted(applied.out.splitlines()) == expected
     assert dry.code == 0, dry.err
     assert sorted(dry.out.splitlines()) == [f"{line} (dry run)" for line in expected]
-    workload = await running_service.workload(PROJECT, "train")
+    workload = await running_service.scenario().workload("train")
     assert workload is not None and workload["generation"] == 1
 
 

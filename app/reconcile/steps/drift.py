@@ -5,20 +5,27 @@
   manager (`aicp-metadata`). The full body is never re-applied to an existing Job: that would
   declare `suspend: true` again and re-suspend a Job Kueue has started.
 - Deletion: a Job deleted by hand keeps `deletionTimestamp` plus the `aicp.dev/evidence`
-  finalizer. Its facts are recorded first (a fenced write), then the finalizer is removed;
-  once the Job is gone the workload step recreates it as a new attempt and records
-  `DriftCorrected`. A finished workload's Job may be removed: that is not drift.
+  finalizer. Its facts are recorded first (a fenced write, the workload back to PENDING: its
+  Job is going), then the finalizer is removed; once the Job is gone the workload step
+  recreates it as a new attempt and records `DriftCorrected`. A finished workload's Job may be
+  removed: that is not drift.
+- Loss: a Job that vanished without passing through that (its namespace deleted while
+  nobody held the workload, a cluster replaced under a database that remembers it) is a lost
+  attempt (`job_lost`): PENDING with a sentence saying so, and recreated as the next attempt
+  once its namespace exists again.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.domain.events import EventReason, EventType
-from app.domain.kube_objects import field, name_of
+from app.domain.kube_objects import field, is_terminating, name_of
 from app.domain.labels import EVIDENCE_FINALIZER, JOB_METADATA_FIELD_MANAGER
+from app.domain.naming import namespace_for
 from app.domain.render import declared_drift, render_job_metadata_only
+from app.domain.states import WorkloadState
 from app.kube.apply import apply, remove_finalizer
 from app.kube.resources import JOBS
 from app.observability.metrics import DRIFT_CORRECTIONS
@@ -35,6 +42,7 @@ from app.reconcile.steps.evidence import (
 from app.reconcile.workers import Result
 
 if TYPE_CHECKING:
+    from app.domain.classify import Classification
     from app.domain.kube_objects import Manifest
     from app.domain.render.inputs import JobIdentity
     from app.domain.specs import WorkloadSpec
@@ -105,13 +113,17 @@ async def job_deleted(
         state, reason = classification.state, classification.reason
         events = [Event(kind, message) for kind, message in milestones(row.state, classification)]
         if not classification.state.is_terminal:
-            # The next Job is a new attempt; attempts so far carry over to it.
+            # The next Job is a new attempt; attempts so far carry over to it. The Job is on
+            # its way out: the workload is no longer queued, admitted or running.
             facts[PREVIOUS_ATTEMPTS] = facts.get("attempts", 0)
             facts[RETIRED_JOB_UID] = uid
+            state = WorkloadState.PENDING
             reason = (
                 f"Job {name} was deleted outside aicp; its evidence is recorded and a new "
                 "Job will replace it."
             )
+            if row.state != WorkloadState.PENDING:
+                events.append(Event(EventType.PENDING, reason))
         events.append(evidence_recorded(job, summary(classification.evidence, name)))
         written = await ctx.write_status(
             fence,
@@ -138,13 +150,73 @@ async def job_deleted(
     return Result.release() if settled else Result.done()
 
 
-def recreated_event(row: WorkloadRow, job_name: str, attempts: int) -> Event:
-    """The `DriftCorrected` event of a Job recreated after someone deleted it."""
+#: In a workload's `observed` facts: the uid of a Job that vanished before `job_deleted` could
+#: record it (its attempt is lost, not evidenced).
+LOST_JOB_UID = "lost_job_uid"
+
+
+def _recorded_job_uid(row: WorkloadRow) -> str | None:
+    job = row.observed.get("job") or {}
+    uid = job.get("uid") if isinstance(job, dict) else None
+    return str(uid) if uid else None
+
+
+def was_lost(row: WorkloadRow) -> bool:
+    """True when the row's recorded Job vanished before `job_deleted` recorded its evidence."""
+    uid = _recorded_job_uid(row)
+    if uid is None:
+        return False
+    return row.observed.get(RETIRED_JOB_UID) != uid or row.observed.get(LOST_JOB_UID) == uid
+
+
+def job_lost(row: WorkloadRow) -> dict[str, Any]:
+    """The row's facts once its recorded Job is known to be gone: a Job `job_deleted` did not
+    see go is marked lost, and its attempts carry over to the next one, counted once."""
+    facts = dict(row.observed)
+    uid = _recorded_job_uid(row)
+    if uid is not None and facts.get(RETIRED_JOB_UID) != uid:
+        facts[PREVIOUS_ATTEMPTS] = facts.get("attempts", 0)
+        facts[RETIRED_JOB_UID] = uid
+        facts[LOST_JOB_UID] = uid
+    return facts
+
+
+def attempts_before(row: WorkloadRow) -> int:
+    """The attempts the row's Jobs made so far once its recorded Job is gone."""
+    value = job_lost(row).get(PREVIOUS_ATTEMPTS, 0)
+    return value if isinstance(value, int) else 0
+
+
+def failed_with_namespace(
+    ctx: StepContext, row: WorkloadRow, classification: Classification
+) -> Classification:
+    """A Job that failed while its namespace is being deleted outside aicp failed because of
+    that (a real namespace controller deletes the pods first, and a Job without retries
+    counts a deleted pod as failed): its reason says so."""
+    namespace = namespace_for(row.project)
+    live = ctx.informers.namespaces.get(None, namespace)
+    if live is not None and not is_terminating(live):
+        return classification
+    note = (
+        f"Namespace {namespace} was being deleted outside aicp, which deleted the workload's pods."
+    )
+    return classification._replace(reason=f"{classification.reason.rstrip()} {note}")
+
+
+def recreated_event(row: WorkloadRow, job_name: str, attempts: int, *, lost: bool) -> Event:
+    """The `DriftCorrected` event of a Job recreated after someone deleted it (`lost`: it
+    vanished before its evidence could be recorded)."""
     DRIFT_CORRECTIONS.labels("Job").inc()
     log.info("drift corrected on workload %s/%s: Job %s recreated", row.project, row.name, job_name)
-    return Event(
-        EventType.DRIFT_CORRECTED,
-        f"Job {job_name} was deleted outside aicp while the workload was {row.state}; its "
-        f"evidence was recorded and the Job was recreated (attempt {attempts + 1}).",
-        EventReason.JOB_RECREATED,
-    )
+    if lost:
+        message = (
+            f"Job {job_name} was gone from the cluster (its namespace deleted, or the cluster "
+            "replaced) before its evidence could be recorded; that attempt was lost, and the "
+            f"Job was recreated (attempt {attempts + 1})."
+        )
+    else:
+        message = (
+            f"Job {job_name} was deleted outside aicp; its evidence was recorded and the Job "
+            f"was recreated (attempt {attempts + 1})."
+        )
+    return Event(EventType.DRIFT_CORRECTED, message, EventReason.JOB_RECREATED)

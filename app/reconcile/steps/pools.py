@@ -5,12 +5,14 @@ One call, in order:
 1. row gone → forget its route, release; deletion requested → remove the LocalQueue and the
    ClusterQueue, the flavor if no other live pool uses it (invariant 9), and once the
    ClusterQueue is gone and no workload row references the pool, finalize;
-2. the project's namespace not applied yet → look again shortly;
+2. the project's namespace not applied yet, or not in the Namespace informer's cache (deleted
+   outside aicp: the project step re-creates it) → look again shortly;
 3. a new generation (quota change), or drift → apply all three objects; drift is recorded as
    `DriftCorrected`. The ClusterQueue is watched, so it is compared on every call; the flavor
    and the LocalQueue are not, so they are read from the server at most every
    `UNWATCHED_CHECK_SECONDS` per pool (and on every call while the pool is DEGRADED — a
-   missing flavor deactivates the queue);
+   missing flavor deactivates the queue — or when the namespace is another than last checked:
+   a namespace re-created after a deletion by hand holds no LocalQueue);
 4. status from the ClusterQueue (`classify_pool`) and the nodes (`no_node_for_flavor`: no node
    carries the flavor's labels → DEGRADED): state, reason, usage → fenced write when anything
    changed, an event when the state changed. A pool without such a node is looked at again
@@ -33,7 +35,7 @@ import msgspec
 
 from app.domain.classify.pool import classify_pool, no_node_for_flavor
 from app.domain.events import EventReason, EventType
-from app.domain.kube_objects import field
+from app.domain.kube_objects import field, is_terminating
 from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import (
     PoolIdentity,
@@ -45,7 +47,7 @@ from app.domain.render import (
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState
 from app.kube.apply import apply_checked, delete, get
-from app.kube.errors import Conflict
+from app.kube.errors import Conflict, NotFound
 from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, RESOURCE_FLAVORS
 from app.observability.metrics import DRIFT_CORRECTIONS
 from app.reconcile.fencing import fenced_transaction, kube_fenced
@@ -109,6 +111,7 @@ class PoolStep:
         self.ctx = ctx
         self._checked: dict[uuid.UUID, float] = {}  # pool id → monotonic time of last check
         self._flavors: dict[uuid.UUID, bytes] = {}  # pool id → the flavor it last checked
+        self._namespaces: dict[uuid.UUID, str] = {}  # pool id → uid of the namespace checked
 
     async def __call__(self, pool_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
@@ -119,6 +122,7 @@ class PoolStep:
             ctx.routes.forget(pool_id)
             self._checked.pop(pool_id, None)
             self._flavors.pop(pool_id, None)
+            self._namespaces.pop(pool_id, None)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
         await ctx.refresh_gauges()
@@ -127,6 +131,9 @@ class PoolStep:
         if row.deleting:
             return await self._delete(fence, row, identity, binding)
         if not row.project_ready:
+            return Result.requeue(WAIT_SECONDS)
+        namespace = ctx.informers.namespaces.get(None, identity.namespace)
+        if namespace is None or is_terminating(namespace):
             return Result.requeue(WAIT_SECONDS)
 
         desired = render_cluster_queue(identity, msgspec.convert(row.quota, Quota), binding)
@@ -139,7 +146,7 @@ class PoolStep:
                 queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
             if lacking := declared_drift(desired, queue):
                 found["ClusterQueue"] = lacking
-            elif self._unwatched_due(row, queue, binding):
+            elif self._unwatched_due(row, queue, binding, namespace):
                 found = await self._unwatched_drift(identity, binding)
         events: list[Event] = []
         if new_generation or found:
@@ -162,6 +169,17 @@ class PoolStep:
             except Conflict as exc:
                 # An object changed (or appeared) between its check and the write: check again.
                 log.info("pool %s/%s: checking its objects again: %s", row.project, row.name, exc)
+                return Result.requeue(WAIT_SECONDS)
+            except NotFound as exc:
+                # The namespace went between its check and the LocalQueue's apply (deleted
+                # outside aicp): its DELETED event wakes the project step, which re-creates it.
+                log.warning(
+                    "pool %s/%s: namespace %s is gone; waiting for it: %s",
+                    row.project,
+                    row.name,
+                    identity.namespace,
+                    exc.message,
+                )
                 return Result.requeue(WAIT_SECONDS)
             if found:
                 for kind in found:
@@ -191,19 +209,30 @@ class PoolStep:
             UNWATCHED_CHECK_SECONDS if no_node is None else NO_NODE_RECHECK_SECONDS
         )
 
-    def _unwatched_due(self, row: PoolRow, queue: Manifest | None, binding: BindingPut) -> bool:
+    def _unwatched_due(
+        self, row: PoolRow, queue: Manifest | None, binding: BindingPut, namespace: Manifest
+    ) -> bool:
         """Whether to read the flavor and LocalQueue back now: every `UNWATCHED_CHECK_SECONDS`,
-        at once while the queue says the pool cannot admit (a flavor may be missing), and at once
+        at once while the queue says the pool cannot admit (a flavor may be missing), at once
         when the binding renders another flavor than last checked (a replaced binding rings
-        its pools: the new node labels reach the flavor now, not at the next periodic check)."""
+        its pools: the new node labels reach the flavor now, not at the next periodic check),
+        and at once when the namespace is not the one last checked (a new uid: it was deleted
+        and re-created, and its LocalQueue went with it)."""
         now = time.monotonic()
         state = classify_pool(queue, resource_name=binding.resource_name).state
         recent = now - self._checked.get(row.id, 0.0) < UNWATCHED_CHECK_SECONDS
         flavor = msgspec.json.encode(render_resource_flavor(binding))
-        if recent and state != ResourceState.DEGRADED and self._flavors.get(row.id) == flavor:
+        namespace_uid = str(field(namespace, "metadata", "uid") or "")
+        if (
+            recent
+            and state != ResourceState.DEGRADED
+            and self._flavors.get(row.id) == flavor
+            and self._namespaces.get(row.id) == namespace_uid
+        ):
             return False
         self._checked[row.id] = now
         self._flavors[row.id] = flavor
+        self._namespaces[row.id] = namespace_uid
         return True
 
     async def _unwatched_drift(

@@ -4,12 +4,19 @@
 2. deletion requested → wait until no pool or workload row is left (the API refuses to
    delete a project that has them, but their own deletions may still be finishing), delete the
    namespace, and once the server no longer has it, finalize;
-3. otherwise apply the namespace (plus, once per process, the three WorkloadPriorityClasses
+3. a READY project whose namespace the Namespace informer holds (and not being deleted) →
+   release: nothing to do;
+4. the namespace is being deleted by someone else → DEGRADED saying so, look again shortly
+   (a namespace cannot be re-created before it is gone);
+5. otherwise apply the namespace (plus, once per process, the three WorkloadPriorityClasses
    every Job names) and record READY — unless a namespace of that name exists and is not this
    project's (`app.domain.ownership`): then DEGRADED with a sentence naming its manager, and
-   nothing is applied, nor deleted when the project is.
+   nothing is applied, nor deleted when the project is. A namespace re-created after it was
+   deleted outside aicp is drift: `DriftCorrected` (`NamespaceRestored`); the router wakes
+   the project's pools, which restore their LocalQueues in it.
 
-Projects have nothing an informer watches, so the step releases its lease when done.
+The Namespace informer wakes the project when its namespace is deleted; otherwise the step
+releases its lease when done.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from app.domain.events import EventType
+from app.domain.events import EventReason, EventType
+from app.domain.kube_objects import is_terminating
 from app.domain.naming import namespace_for
 from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import namespace_owner_labels, render_namespace, render_priority_classes
@@ -25,6 +33,7 @@ from app.domain.states import ResourceState
 from app.kube.apply import apply, apply_checked, delete, get
 from app.kube.errors import Conflict
 from app.kube.resources import NAMESPACES
+from app.observability.metrics import DRIFT_CORRECTIONS
 from app.reconcile.fencing import kube_fenced
 from app.reconcile.steps.context import Event, Subject
 from app.reconcile.steps.deletion import finalize
@@ -71,9 +80,17 @@ class ProjectStep:
                     await apply(ctx.kube, manifest)
             ctx.priority_classes_applied = True
         namespace = namespace_for(row.name)
-        if row.observed_generation == row.generation and row.state == ResourceState.READY:
+        settled = row.observed_generation == row.generation
+        cached = ctx.informers.namespaces.get(None, namespace)
+        if settled and row.state == ResourceState.READY and cached and not is_terminating(cached):
             return Result.release()
         live = await get(ctx.kube, NAMESPACES, None, namespace)
+        if (
+            live is not None
+            and is_terminating(live)
+            and foreign_owner(live, namespace_owner_labels(row.name, str(row.id))) is None
+        ):
+            return await self._terminating(fence, row, namespace)
         manager = foreign_owner(live, namespace_owner_labels(row.name, str(row.id)))
         if manager is not None:
             await ctx.refuse_foreign(
@@ -93,6 +110,15 @@ class ProjectStep:
             return Result.requeue(DELETION_RECHECK_SECONDS)
         reason = f"Namespace {namespace} is ready for the project's pools and workloads."
         events = [Event(EventType.READY, reason)] if row.state != ResourceState.READY else []
+        if settled and live is None and row.observed.get("namespace") == namespace:
+            # It was applied for this generation before: someone deleted it (or the cluster
+            # was replaced under a database that remembers it).
+            DRIFT_CORRECTIONS.labels("Namespace").inc()
+            message = f"Namespace {namespace} was deleted outside aicp; re-created it."
+            log.info("drift corrected on project %s: %s", row.name, message)
+            events.insert(
+                0, Event(EventType.DRIFT_CORRECTED, message, EventReason.NAMESPACE_RESTORED)
+            )
         written = await ctx.write_status(
             fence,
             _subject(row),
@@ -105,6 +131,26 @@ class ProjectStep:
         if written.written:
             log.info("project %s: namespace %s applied, READY", row.name, namespace)
         return Result.release()
+
+    async def _terminating(self, fence: Fence, row: ProjectRow, namespace: str) -> Result:
+        """The project's namespace is being deleted outside aicp: DEGRADED until it is gone
+        (its DELETED event wakes the step, which re-creates it)."""
+        reason = (
+            f"Namespace {namespace} is being deleted outside aicp; aicp re-creates it once it "
+            "is gone."
+        )
+        if (row.state, row.state_reason) != (ResourceState.DEGRADED, reason):
+            log.warning("project %s: %s", row.name, reason)
+            await self.ctx.write_status(
+                fence,
+                _subject(row),
+                generation=row.generation,
+                state=ResourceState.DEGRADED,
+                reason=reason,
+                observed={"namespace": namespace},
+                events=[Event(EventType.DEGRADED, reason)],
+            )
+        return Result.requeue(DELETION_RECHECK_SECONDS)
 
     async def _delete(self, fence: Fence, row: ProjectRow) -> Result:
         ctx = self.ctx

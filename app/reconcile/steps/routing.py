@@ -12,12 +12,16 @@ in-memory tables and enqueues a key, never doing I/O.
 | ClusterQueue  | pool, and the   | by name, through `PoolRoutes` (filled by the pool steps);   |
 |               | pool's queued   | its queued workloads (suspended Jobs of that queue in that  |
 |               | workloads       | namespace) too: their reason quotes the pool's usage        |
+| Namespace     | project, and    | label `aicp.dev/uid` (the project's id) when it is deleted   |
+|               | the project's   | or being deleted (drift: the project step re-creates it);   |
+|               | pools           | its pools, through `PoolRoutes`, whenever it comes or goes  |
+|               |                 | (their LocalQueue lives in it)                              |
 | Node          | —               | nodes change evidence only through the pods that use them   |
 
 Workload keys go through `enqueue_local`: a workload that needs attention is either leased
-here, leased by a peer (who sees the same event), or swept within a second. Pool keys use
-`wake` instead: a settled pool needs no sweep, so a changed ClusterQueue (usage, drift) must
-be able to win the pool's lease back.
+here, leased by a peer (who sees the same event), or swept within a second. Pool and project
+keys use `wake` instead: a settled pool or project needs no sweep, so a changed ClusterQueue
+or a deleted namespace (drift) must be able to win its lease back.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
-from app.domain.kube_objects import key_of, label_of, name_of, namespace_of
+from app.domain.kube_objects import is_terminating, key_of, label_of, name_of, namespace_of
 from app.domain.labels import (
     EVIDENCE_FINALIZER,
     POOL_LABEL,
@@ -64,17 +68,27 @@ class PoolRoutes:
 
     def __init__(self) -> None:
         self._by_queue: dict[str, uuid.UUID] = {}
+        self._by_project: dict[str, set[uuid.UUID]] = {}
         self.loaded = False
 
     def learn(self, project: str, pool: str, pool_id: uuid.UUID) -> None:
         self._by_queue[cluster_queue_name(project, pool)] = pool_id
+        self._by_project.setdefault(project, set()).add(pool_id)
 
     def forget(self, pool_id: uuid.UUID) -> None:
         for name in [n for n, i in self._by_queue.items() if i == pool_id]:
             del self._by_queue[name]
+        for project in [p for p, ids in self._by_project.items() if pool_id in ids]:
+            self._by_project[project].discard(pool_id)
+            if not self._by_project[project]:
+                del self._by_project[project]
 
     def pool_of(self, cluster_queue: str) -> uuid.UUID | None:
         return self._by_queue.get(cluster_queue)
+
+    def pools_of(self, project: str) -> list[uuid.UUID]:
+        """The pools of a project (by name) known so far."""
+        return sorted(self._by_project.get(project, ()))
 
     async def load(self, db: Database) -> None:
         """Learn every pool (once per process)."""
@@ -111,6 +125,8 @@ class EventRouter:
             if pool_id is not None:
                 self._engine.wake("pool", pool_id)
             self._queued_in(obj)
+        elif kind == "Namespace":
+            self._namespace(event_type, obj)
 
     def workload_of_job(self, obj: Manifest) -> uuid.UUID | None:
         """The workload a Job belongs to: its uid label, else the uid last seen on it."""
@@ -136,6 +152,19 @@ class EventRouter:
             self._engine.wake("workload", workload_id)
             return
         self._workload(workload_id)
+
+    def _namespace(self, event_type: EventType, obj: Manifest) -> None:
+        """A project's namespace deleted (or being deleted) outside aicp wakes the project,
+        which re-creates it; its coming and going wakes the project's pools, whose LocalQueue
+        lives in it."""
+        project_id = _uuid(label_of(obj, UID_LABEL))
+        gone = event_type == "DELETED" or is_terminating(obj)
+        if project_id is not None and gone:
+            self._engine.wake("project", project_id)
+        project = label_of(obj, PROJECT_LABEL)
+        if project and (gone or event_type == "ADDED"):
+            for pool_id in self._routes.pools_of(project):
+                self._engine.wake("pool", pool_id)
 
     def _queued_in(self, cluster_queue: Manifest) -> None:
         """Wake the workloads waiting in a pool whose usage changed: "Waiting for quota ...

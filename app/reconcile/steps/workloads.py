@@ -7,9 +7,12 @@ applies, in this order:
 2. a Job of an older generation exists → retire it (delete, record evidence, drop the
    finalizer) before anything is created for the new generation (immutable replacement);
 3. no Job for the current generation → a finished workload stays finished (its Job's
-   removal is not drift); otherwise read the server (the cache may lag our own create) and
-   adopt what exists, or create the Job with the full body (`render_job`, suspended, as field
-   manager `aicp`) — a recreation after a deletion by hand is recorded as `DriftCorrected`;
+   removal is not drift); while the project's namespace is absent from the Namespace
+   informer (deleted outside aicp; the project step re-creates it) → PENDING saying so, look
+   again shortly (a Job it had is a lost attempt, `drift.job_lost`); otherwise read the server
+   (the cache may lag our own create) and adopt what exists, or create the Job with the full
+   body (`render_job`, suspended, as field manager `aicp`) — a recreation after a deletion by
+   hand, or of a Job that vanished, is recorded as `DriftCorrected`;
 4. the Job is being deleted by someone else → `drift.job_deleted`;
 5. labels or finalizer changed by hand → restore them (metadata only, `aicp-metadata`);
 6. observe → classify → fenced write of state, reason, evidence and `observed_generation`
@@ -33,6 +36,7 @@ recording it. Each is recorded at most once (see `context.job_created`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from datetime import UTC, datetime
@@ -45,7 +49,7 @@ from app.domain.ownership import foreign_owner, not_taken_over
 from app.domain.render import render_job
 from app.domain.states import WorkloadState
 from app.kube.apply import create, delete_job, get, remove_finalizer
-from app.kube.errors import Conflict, Invalid
+from app.kube.errors import Conflict, Forbidden, Invalid, NotFound
 from app.kube.resources import JOBS
 from app.observability.metrics import TIME_TO_ADMITTED, TIME_TO_JOB_CREATED, TIME_TO_RUNNING
 from app.reconcile.fencing import kube_fenced
@@ -83,6 +87,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("aicp.reconcile")
 
+#: What the apiserver says when a create targets a namespace that is being deleted (403).
+TERMINATING_NAMESPACE = "because it is being terminated"
 #: A workload whose namespace or queues are not applied yet looks again after this long.
 WAIT_FOR_QUEUES_SECONDS = 0.5
 #: A live workload is looked at again after this long even without events: a level-based
@@ -154,6 +160,9 @@ class WorkloadStep:
                 return Result.release()
             if not row.queues_ready:
                 return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
+            namespace = ctx.informers.namespaces.get(None, identity.namespace)
+            if namespace is None or is_terminating(namespace):
+                return await self._without_namespace(fence, row, identity)
             job = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
             if job is None:
                 return await self._create(fence, row, spec, identity)
@@ -170,8 +179,10 @@ class WorkloadStep:
     ) -> Result:
         """Create the current generation's Job and record it (QUEUED)."""
         ctx = self.ctx
-        recorded_job = (row.observed.get("job") or {}).get("name")
-        recreated = row.observed_generation == row.generation and recorded_job == identity.job_name
+        recreated = _had_job(row, identity)
+        lost = recreated and drift.was_lost(row)
+        if lost:
+            row = dataclasses.replace(row, observed=drift.job_lost(row))
         try:
             async with kube_fenced(fence, f"create of Job {identity.job_name}"):
                 created = await create(
@@ -179,6 +190,20 @@ class WorkloadStep:
                 )
         except Invalid as exc:
             return await self._rejected(fence, row, identity, exc)
+        except (NotFound, Forbidden) as exc:
+            # The namespace went (or is going) between its check and the create: deleted
+            # outside aicp. Its DELETED event wakes the project step, which re-creates it.
+            if isinstance(exc, Forbidden) and TERMINATING_NAMESPACE not in exc.message:
+                raise  # RBAC, not the namespace
+            log.warning(
+                "workload %s/%s: Job %s not created, namespace %s is gone: %s",
+                row.project,
+                row.name,
+                identity.job_name,
+                identity.namespace,
+                exc.message,
+            )
+            return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
         except Conflict:
             # It exists after all (created by a predecessor whose answer was lost, or by a
             # peer): adopt it, never overwrite it.
@@ -191,7 +216,7 @@ class WorkloadStep:
             return await self._observe(fence, row, spec, existing)
         classification = observe(ctx, row, spec, created)
         if recreated:
-            event = drift.recreated_event(row, identity.job_name, previous_attempts(row))
+            event = drift.recreated_event(row, identity.job_name, previous_attempts(row), lost=lost)
         else:
             event = job_created(identity, row.generation)
         written = await ctx.write_status(
@@ -214,6 +239,40 @@ class WorkloadStep:
             classification.state.value,
         )
         return Result.done()
+
+    async def _without_namespace(
+        self, fence: Fence, row: WorkloadRow, identity: JobIdentity
+    ) -> Result:
+        """The project's namespace is gone (deleted outside aicp) and with it any Job: PENDING
+        with a sentence, until the project step has re-created it. A Job the workload had is a
+        lost attempt; the next one is created once the namespace is back."""
+        namespace = identity.namespace
+        if _had_job(row, identity):
+            lost = "That attempt is lost" if drift.was_lost(row) else "Its evidence is recorded"
+            reason = (
+                f"Job {identity.job_name} is gone: namespace {namespace} was deleted outside "
+                f"aicp. {lost}; aicp re-creates the namespace, then a new Job (attempt "
+                f"{drift.attempts_before(row) + 1})."
+            )
+        else:
+            reason = (
+                f"Waiting for namespace {namespace}, deleted outside aicp: aicp re-creates it, "
+                "then creates the Job."
+            )
+        if (row.state, row.state_reason) != (WorkloadState.PENDING, reason):
+            log.warning("workload %s/%s: %s", row.project, row.name, reason)
+            await self.ctx.write_status(
+                fence,
+                subject_of(row),
+                generation=row.generation,
+                state=WorkloadState.PENDING,
+                reason=reason,
+                observed=drift.job_lost(row),
+                events=[Event(EventType.PENDING, reason)]
+                if row.state != WorkloadState.PENDING
+                else [],
+            )
+        return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
 
     async def _rejected(
         self, fence: Fence, row: WorkloadRow, identity: JobIdentity, exc: Invalid
@@ -261,6 +320,8 @@ class WorkloadStep:
         stopping = classification.start_deadline_passed  # the Job has not finished: no facts
         if state.is_terminal and not (_settled(row) or stopping or self._final_facts_in(row, job)):
             return Result.requeue(SETTLE_RECHECK_SECONDS)
+        if state == WorkloadState.FAILED and not _settled(row):
+            classification = drift.failed_with_namespace(ctx, row, classification)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
@@ -348,6 +409,12 @@ def _next_look(classification: Classification) -> float:
         return RESYNC_SECONDS
     remaining = (deadline - datetime.now(UTC)).total_seconds()
     return min(RESYNC_SECONDS, max(remaining, 0.0) + DEADLINE_MARGIN_SECONDS)
+
+
+def _had_job(row: WorkloadRow, identity: JobIdentity) -> bool:
+    """Whether the row records this generation's Job (so its absence is a loss, not a start)."""
+    recorded_job = (row.observed.get("job") or {}).get("name")
+    return row.observed_generation == row.generation and recorded_job == identity.job_name
 
 
 def _of_generation(job: Manifest, generation: int) -> bool:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.kube.resources import CLUSTER_QUEUES, RESOURCE_FLAVORS
+from app.kube.resources import CLUSTER_QUEUES, LOCAL_QUEUES, NAMESPACES, RESOURCE_FLAVORS
 from tests.integration.steps.stack import Stack
-from tests.support.scenario import CLASS, NAMESPACE, POOL, POOLS
+from tests.support.scenario import CLASS, NAMESPACE, POOL, POOLS, PROJECT
 from tests.support.waiting import wait_until
 
 JOBS_PATH = "/apis/batch/v1/namespaces/{namespace}/jobs"
@@ -170,3 +170,41 @@ async def test_a_flavor_deleted_by_hand_is_restored_and_the_pool_recovers(stack:
     await stack.wait_pool_state("READY")
     drift = await wait_until(lambda: _drift_events(stack), timeout=10, message="DriftCorrected")
     assert f"ResourceFlavor {CLASS} is missing" in drift[0]["message"]
+
+
+async def test_a_namespace_deleted_by_hand_comes_back_with_its_queue_and_a_new_attempt(
+    stack: Stack,
+) -> None:
+    await stack.setup_pool()
+    await stack.submit("inside", env={"KUBESIM_RUN_SECONDS": "600"})
+    running = await stack.wait_state("inside", "RUNNING")
+    first_uid = running["status"]["job"]["uid"]
+    namespace_uid = (await stack.read(NAMESPACES, None, NAMESPACE))["metadata"]["uid"]
+
+    await stack.kube.core.delete_namespace(NAMESPACE, _preload_content=False)
+
+    async def recreated() -> bool:
+        namespace = await stack.read(NAMESPACES, None, NAMESPACE)
+        return namespace is not None and namespace["metadata"]["uid"] != namespace_uid
+
+    await wait_until(recreated, timeout=10, message="namespace re-created")
+    await wait_until(
+        lambda: stack.read(LOCAL_QUEUES, NAMESPACE, POOL), timeout=10, message="LocalQueue back"
+    )
+    drift = await wait_until(lambda: _drift_events(stack), timeout=10, message="DriftCorrected")
+    assert f"LocalQueue {POOL} is missing" in drift[0]["message"]
+
+    async def running_again() -> dict[str, Any] | None:
+        found = await stack.workload("inside")
+        status = found["status"] if found else {}
+        again = status.get("state") == "RUNNING" and status["job"]["uid"] != first_uid
+        return found if again else None
+
+    again = await wait_until(running_again, timeout=20, message="a new attempt running")
+    assert again["status"]["attempts"] == 2
+    recreation = [e for e in await stack.events("inside") if e["type"] == "DriftCorrected"]
+    assert len(recreation) == 1 and "attempt 2" in recreation[0]["message"]
+    metrics = (await stack.http.get("/metrics")).text
+    assert 'aicp_drift_corrections_total{kind="Namespace"}' in metrics  # process-wide count
+    project = await stack.http.get(f"/api/v1/projects/{PROJECT}")
+    assert project.json()["status"]["state"] == "READY"
