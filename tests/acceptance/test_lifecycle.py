@@ -11,7 +11,7 @@ import pytest
 from app.kube.apply import get
 from app.kube.resources import LOCAL_QUEUES, NAMESPACES
 from tests.acceptance.conftest import Scenario
-from tests.e2e.scenario import POOL
+from tests.support.scenario import POOL
 from tests.support.waiting import wait_until
 
 
