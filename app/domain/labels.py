@@ -41,7 +41,6 @@ FIELD_MANAGER: Final = "aicp"
 #: (422, the template of a started Job is immutable; worse, a suspended Job would lose
 #: `suspend: true` and start without admission).
 JOB_METADATA_FIELD_MANAGER: Final = "aicp-metadata"
-APPLY_CONTENT_TYPE: Final = "application/apply-patch+yaml"
 
 #: Pods of a Job carry the Job's uid under this label (set by the Job controller).
 JOB_CONTROLLER_UID_LABEL: Final = "batch.kubernetes.io/controller-uid"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import aiohttp
 
+from app.domain.labels import FIELD_MANAGER
 from app.kube.errors import Conflict, Invalid, KubeError, NotFound, from_status, translated
 from app.kube.metrics import KUBE_WRITES
 from app.kube.resources import JOBS, Resource, request, request_json, resource_of
@@ -28,9 +29,7 @@ if TYPE_CHECKING:
     from app.kube.client import KubeClient
 
 APPLY_PATCH = "application/apply-patch+yaml"
-MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-FIELD_MANAGER = "aicp"
 
 T = TypeVar("T")
 Propagation = Literal["Background", "Foreground", "Orphan"]
