@@ -79,8 +79,6 @@ class TokenDryRun(msgspec.Struct, kw_only=True):
     changes: Annotated[list[Change], _CHANGES]
 
 
-DryRunAnswer = WorkloadDryRun | PoolDryRun | ProjectDryRun | BindingDryRun | TokenDryRun
-
 #: The fields of each kind a client writes; the rest (ids, times, generation, status) the
 #: server keeps. A field ending in `.*` is a struct whose fields are compared one by one; any
 #: other is compared whole (a mapping of labels or env is one value: its keys may hold dots).

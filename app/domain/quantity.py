@@ -91,14 +91,6 @@ def parse_quantity(text: str) -> Decimal:
     return value
 
 
-def is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except QuantityError:
-        return False
-    return True
-
-
 def format_bytes(value: Decimal) -> str:
     """Render a byte count in the largest binary unit that divides it (`256Gi`), for reasons."""
     for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):

@@ -12,8 +12,8 @@ still held and whether the row was written, and the step raises `LeaseLost` on t
 
 Several statements that must commit together (finalization: tombstone, lease delete, row
 delete) run in `fenced_transaction`, which first locks the lease row so no peer can take it
-over before the transaction ends. `fenced_fetch`/`fenced_fetchrow`/`fenced_execute` run one
-fenced statement and raise `LeaseLost` on zero rows.
+over before the transaction ends. `fenced_execute` runs one fenced
+statement (`$1` owner, `$2` epoch, then its own) and raises `LeaseLost` on zero rows.
 
 Kubernetes writes cannot carry the lease predicate, so each one runs under `kube_fenced(fence)`:
 the lease is checked immediately before the call, and the time the lease is still trusted
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from app.domain.kinds import Kind
-    from app.store.db import Connection, Database, Row
+    from app.store.db import Connection, Database
     from app.store.leases import ResourceKey
 
 
@@ -97,24 +97,6 @@ async def kube_fenced(fence: Fence, what: str = "Kubernetes write") -> AsyncIter
         if fence.remaining() > 0:
             raise
         raise fence.lost(f"{what} outlived the lease") from exc
-
-
-async def fenced_fetch(
-    conn: Connection, query: LiteralString, fence: Fence, *args: Any
-) -> list[Row]:
-    """Run a fenced query (`$1` owner, `$2` epoch, then `args`); no rows → `LeaseLost`."""
-    rows = await conn.fetch(query, fence.owner, fence.epoch, *args)
-    if not rows:
-        raise fence.lost("fenced statement matched no row")
-    return rows
-
-
-async def fenced_fetchrow(conn: Connection, query: LiteralString, fence: Fence, *args: Any) -> Row:
-    """Like `fenced_fetch` for a statement that returns one row."""
-    row = await conn.fetchrow(query, fence.owner, fence.epoch, *args)
-    if row is None:
-        raise fence.lost("fenced statement matched no row")
-    return row
 
 
 async def fenced_execute(conn: Connection, query: LiteralString, fence: Fence, *args: Any) -> int:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import asyncpg
 import msgspec
@@ -269,10 +269,6 @@ class Database:
                 return bool(await conn.fetchval(QUERIES["ping"], timeout=1.0))
         except _CONNECT_ERRORS:
             return False
-
-
-def record_to_dict(record: asyncpg.Record) -> dict[str, Any]:
-    return dict(record.items())
 
 
 class ReservedPool:

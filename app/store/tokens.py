@@ -56,11 +56,6 @@ class TokenIdentity:
     expires_at: datetime | None
 
 
-async def authenticate(conn: Connection, secret: str) -> TokenIdentity | None:
-    """The token with this secret, or None when no token has it."""
-    return await _read_token(conn, digest(secret))
-
-
 async def authenticate_cached(
     db: Database,
     cache: TokenCache | None,
@@ -68,7 +63,8 @@ async def authenticate_cached(
     *,
     before_read: Callable[[], None] | None = None,
 ) -> TokenIdentity | None:
-    """`authenticate`, answered from `cache` when it holds the token (no database round trip).
+    """The token with this secret (None when no token has it), answered from `cache` when it
+    holds the token (no database round trip).
 
     A valid token read from the database is cached; see app/store/token_cache.py for when a
     cached answer stops being used (any change to any token, a lost LISTEN connection, expiry).
