@@ -19,8 +19,8 @@ How to add an endpoint
    rings ``ring_doorbell`` in that same transaction.
 5. Creates answer through ``respond_once`` (``app.api.idempotency``) for ``Idempotency-Key``;
    reconciled creates answer 202 with ``Location``. PUT/PATCH/DELETE honour ``If-Match``
-   (``app.api.preconditions``). Lists take ``limit: Limit = 50, cursor: CursorParam = None``
-   and return ``{"items", "next_cursor"}`` (``app.api.paging``).
+   (``app.api.preconditions``). Lists take ``limit: Limit = DEFAULT_LIMIT, cursor: CursorParam =
+   None`` and return ``{"items", "next_cursor"}`` (``app.api.paging``).
 6. Errors: raise ``app.domain.errors`` classes; the one handler in ``app.api.problems`` renders
    them. Document them with ``responses=problems(...)`` (``app.api.docs``).
 """

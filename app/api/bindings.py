@@ -10,7 +10,7 @@ from app.api.cluster_objects import refuse_foreign
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, WRITE, json_body, problems, success
 from app.api.dry_runs import DryRun, answer, stored, transaction
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.domain.dry_runs import BindingDryRun
 from app.domain.resources import Binding, BindingList
@@ -93,7 +93,7 @@ async def put_binding(
     tags=["accelerator-bindings"],
 )
 async def list_bindings(
-    db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
+    db: DbDep, paging: PagingDep, limit: Limit = DEFAULT_LIMIT, cursor: CursorParam = None
 ) -> BindingList:
     page = paging.list("accelerator-bindings")
     async with db.connection() as conn:

@@ -10,7 +10,7 @@ from litestar.params import Parameter
 
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.domain.workload_resources import EventList
 from app.store import events, pools, workloads
 
@@ -30,7 +30,7 @@ async def workload_events(
     db: DbDep,
     paging: PagingDep,
     name: str = Parameter(description="Workload name"),
-    limit: Limit = 50,
+    limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
 ) -> EventList:
     async with db.connection() as conn:
@@ -56,7 +56,7 @@ async def pool_events(
     db: DbDep,
     paging: PagingDep,
     pool: str = Parameter(description="Compute pool name"),
-    limit: Limit = 50,
+    limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
 ) -> EventList:
     async with db.connection() as conn:

@@ -11,7 +11,7 @@ configured with, so any replica accepts any replica's cursors; replacing the adm
 outstanding cursors invalid (clients start again from the first page). Without an admin token
 (tests that build the API alone) the key is random per process.
 
-Handlers declare ``limit: Limit = 50``, ``cursor: CursorParam = None`` and ``paging:
+Handlers declare ``limit: Limit = DEFAULT_LIMIT``, ``cursor: CursorParam = None`` and ``paging:
 PagingDep``; ``page = paging.list("workloads", project.id, ...)`` then gives ``page.after(cursor)``
 for the store and ``page.next(position)`` for ``next_cursor``.
 """
@@ -33,7 +33,7 @@ from app.domain.errors import FieldError, ValidationFailed
 from app.store.paging import Position
 from app.store.workloads import PAGE_BOUND as WORKLOAD_PAGE_BOUND
 
-DEFAULT_LIMIT = 50
+DEFAULT_LIMIT = 50  # the page size when `?limit=` is absent
 MAX_LIMIT = 500
 
 Limit = Annotated[

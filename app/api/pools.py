@@ -13,7 +13,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.dry_runs import PoolDryRun
 from app.domain.errors import FieldError, ValidationFailed
@@ -107,7 +107,11 @@ async def create_pool(
     tags=["compute-pools"],
 )
 async def list_pools(
-    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep,
+    db: DbDep,
+    paging: PagingDep,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: CursorParam = None,
 ) -> PoolList:
     project = caller.require_project()
     page = paging.list("compute-pools", project.id)

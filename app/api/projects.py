@@ -10,7 +10,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, json_body, problems, success
 from app.api.dry_runs import DryRun, answer, create_dry, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.dry_runs import ProjectDryRun
@@ -110,7 +110,11 @@ async def create_project(
     tags=["projects"],
 )
 async def list_projects(
-    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep,
+    db: DbDep,
+    paging: PagingDep,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: CursorParam = None,
 ) -> ProjectList:
     only_id = None if caller.is_admin else caller.token_project_id
     page = paging.list("projects", only_id)

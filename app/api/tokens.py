@@ -20,7 +20,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, READ, json_body, problems, success
 from app.api.dry_runs import DryRun, answer, create_dry
 from app.api.idempotency import Created, IdempotencyKey, respond_once
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.domain.dry_runs import TokenDryRun
 from app.domain.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from app.domain.resources import TokenCreated, TokenList
@@ -136,7 +136,11 @@ async def create_token(
     tags=["tokens"],
 )
 async def list_tokens(
-    caller: CallerDep, db: DbDep, paging: PagingDep, limit: Limit = 50, cursor: CursorParam = None
+    caller: CallerDep,
+    db: DbDep,
+    paging: PagingDep,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: CursorParam = None,
 ) -> TokenList:
     project_id = caller.require_project().id
     page = paging.list("tokens", project_id)

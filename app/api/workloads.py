@@ -13,7 +13,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
-from app.api.paging import CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.api.watches import open_stream
@@ -162,7 +162,7 @@ async def list_workloads(
     paging: PagingDep,
     state_filter: StateFilter = None,
     compute_pool: PoolFilter = None,
-    limit: Limit = 50,
+    limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
     watch: WatchFlag = False,
     last_event_id: LastEventId = None,
