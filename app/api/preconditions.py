@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from litestar.params import HeaderParameter
 
-from app.domain.errors import FieldError, GenerationMismatch, ValidationFailed
+from app.domain.errors import FieldError, ValidationFailed
 
 if TYPE_CHECKING:
     from litestar.connection import ASGIConnection
@@ -38,16 +38,6 @@ def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | No
             [FieldError("If-Match", 'must be a generation in quotes, like "3"')], location="header"
         )
     return int(match.group(1))
-
-
-def check_generation(expected: int | None, current: int) -> None:
-    """412 generation-mismatch when the client read a different generation than stored.
-
-    Call it with the generation of the row locked (``FOR UPDATE``) in the write's transaction,
-    so no concurrent update can slip between the check and the write.
-    """
-    if expected is not None and expected != current:
-        raise GenerationMismatch(current)
 
 
 def etag(generation: int) -> str:

@@ -330,6 +330,16 @@ class GenerationMismatch(AicpError):
         return {"current_generation": self.current_generation}
 
 
+def check_generation(expected: int | None, current: int) -> None:
+    """412 generation-mismatch when the client read a different generation than stored.
+
+    Call it with the generation of the row locked (``FOR UPDATE``) in the write's transaction,
+    so no concurrent update can slip between the check and the write.
+    """
+    if expected is not None and expected != current:
+        raise GenerationMismatch(current)
+
+
 class PayloadTooLarge(AicpError):
     """The request body is larger than 256 KiB."""
 

@@ -28,10 +28,10 @@ from app.domain.errors import (
     BeingDeleted,
     ExceedsProjectLimit,
     FieldError,
-    GenerationMismatch,
     InUse,
     NotFound,
     ValidationFailed,
+    check_generation,
     name_taken,
 )
 from app.domain.events import EventReason, EventType
@@ -211,8 +211,7 @@ async def _locked(
     row = await conn.fetchrow(query, project.id, name) if is_name(name) else None
     if row is None:
         raise NotFound(f"Compute pool {name!r} not found.")
-    if if_match is not None and if_match != row["generation"]:
-        raise GenerationMismatch(row["generation"])
+    check_generation(if_match, row["generation"])
     return row
 
 

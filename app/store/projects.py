@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from app.domain.errors import (
     BeingDeleted,
-    GenerationMismatch,
     InUse,
     LimitBelowAllocation,
     NotFound,
+    check_generation,
     name_taken,
 )
 from app.domain.events import EventType
@@ -162,8 +162,7 @@ async def set_limits(
     locked = await conn.fetchrow(QUERIES["lock_project_for_limits"], project_id)
     if locked is None:
         raise NotFound(f"Project {name!r} not found.")
-    if expected_generation is not None and expected_generation != locked["generation"]:
-        raise GenerationMismatch(locked["generation"])
+    check_generation(expected_generation, locked["generation"])
     if not locked["live"]:
         raise BeingDeleted(f"Project {name!r} is being deleted and cannot be changed.")
     held = [
@@ -209,8 +208,7 @@ async def request_project_deletion(
     generation = await conn.fetchval(QUERIES["lock_project_for_delete"], project_id)
     if generation is None:
         raise NotFound(f"Project {name!r} not found.")
-    if expected_generation is not None and expected_generation != generation:
-        raise GenerationMismatch(generation)
+    check_generation(expected_generation, generation)
     references = [row["ref"] for row in await conn.fetch(QUERIES["project_references"], project_id)]
     if references:
         raise InUse(

@@ -21,8 +21,8 @@ from app.domain.errors import (
     BeingDeleted,
     ExceedsPoolCapacity,
     FieldError,
-    GenerationMismatch,
     NotFound,
+    check_generation,
     name_taken,
 )
 from app.domain.events import EventReason, EventType
@@ -232,8 +232,7 @@ async def _lock(
     row = await conn.fetchrow(QUERIES["lock_workload"], project.id, name) if is_name(name) else None
     if row is None:
         raise NotFound(f"Workload {name!r} not found.")
-    if if_match is not None and if_match != row["generation"]:
-        raise GenerationMismatch(row["generation"])
+    check_generation(if_match, row["generation"])
     return row
 
 
