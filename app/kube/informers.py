@@ -69,7 +69,7 @@ BACKOFF_CAP_SECONDS = 5.0
 class Informers:
     """The set of informers one aicp process runs, started and stopped together.
 
-    `start()` launches every loop; `all_synced()` is what `/readyz` asks; `wait_synced()` is
+    `start()` launches every loop; `not_synced()` is what `/readyz` asks; `wait_synced()` is
     for startup; `stop()` cancels them all and waits. `on_change(handler)` subscribes one
     handler to every kind (it receives `(event_type, obj)`; `obj["kind"]` tells them apart).
     """
@@ -135,9 +135,6 @@ class Informers:
     def start(self) -> list[asyncio.Task[None]]:
         """Start every informer's loop; return the tasks (they end only when cancelled)."""
         return [informer.start() for informer in self.all]
-
-    def all_synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.all)
 
     def not_synced(self) -> list[str]:
         """The kinds whose first list has not completed (for `/readyz`'s reason)."""

@@ -49,7 +49,6 @@ async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
     informers.start()
     try:
         await asyncio.wait_for(informers.wait_synced(), 10)
-        assert informers.all_synced()
         assert informers.not_synced() == []
         assert {n["metadata"]["name"] for n in informers.nodes.list()} >= {"gpu-node-0"}
 
