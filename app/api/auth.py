@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime  # noqa: TC003 - as above
 from typing import TYPE_CHECKING, Any, cast
 
+from app.api.methods import READ_METHODS
 from app.domain.errors import Forbidden, NotFound, Unauthorized
 from app.domain.states import Role
 from app.observability.metrics import AUTH_FAILURES
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from app.store.token_cache import RejectedTokens, TokenCache
 
 PLATFORM_ADMIN = "platform-admin"
-_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _STATE_KEY = "caller"
 LIMITER_KEY = "rate_limiter"
 REJECTED_KEY = "rejected_tokens"
@@ -202,7 +202,7 @@ def _check_role(
     declared = handler.opt.get("role")
     if declared is None:
         method = cast("HTTPScope", connection.scope)["method"]
-        declared = Role.VIEWER.value if method in _READ_METHODS else PLATFORM_ADMIN
+        declared = Role.VIEWER.value if method in READ_METHODS else PLATFORM_ADMIN
     if caller.is_admin:
         return
     if declared == PLATFORM_ADMIN:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         Send,
     )
 
+#: The methods that only read: the viewer role may call them, and they spend the read rate limit.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Set in the scope of a HEAD answered as a GET (an event stream then sends no events).
 HEAD_SCOPE_KEY = "aicp.head"
 SCHEMA_PREFIX = "/schema"

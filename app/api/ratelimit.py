@@ -32,6 +32,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from app.api.methods import READ_METHODS
 from app.domain.errors import TooManyRequests
 from app.observability.metrics import RATE_LIMITED
 
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Hashable
 
     from app.config import Settings
-
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class Requester(Protocol):
