@@ -19,6 +19,8 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.openapi.spec import Example, OpenAPIMediaType, OpenAPIType, Reference, Schema
 from litestar.params import BodyKwarg
 
+from app.api.problems import PROBLEM_MEDIA_TYPE
+from app.api.watches import MEDIA_TYPE as SSE_MEDIA
 from app.domain.resources import Problem
 
 if TYPE_CHECKING:
@@ -47,8 +49,6 @@ _DESCRIPTIONS = {
     503: "service-unavailable: the database is unreachable; see Retry-After",
 }
 
-PROBLEM_MEDIA = "application/problem+json"
-SSE_MEDIA = "text/event-stream"
 #: `opt` key of a handler that also answers an event stream of this struct (`?watch=true`).
 STREAMS = "streams"
 
@@ -144,7 +144,7 @@ def _drop_unsent_responses(app: Litestar) -> None:
             responses = operation.responses if operation is not None else None
             bad = (responses or {}).get("400")
             content = getattr(bad, "content", None) or {}
-            if responses is not None and bad is not None and PROBLEM_MEDIA not in content:
+            if responses is not None and bad is not None and PROBLEM_MEDIA_TYPE not in content:
                 del responses["400"]
 
 
