@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from app.store.changes import TOKENS_CHANNEL
+
 if TYPE_CHECKING:
     import uuid
 
     from app.store.listener import Channel, Listener
 
 log = logging.getLogger(__name__)
-
-CHANNEL = "aicp_tokens"
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class TokenCache:
         """Hear `aicp_tokens`; the cache serves from memory once it is LISTENed on."""
         if self._interest is None:
             self._interest = await self.listener.listen(
-                CHANNEL, self._notified, on_connected=self._connected, on_lost=self._lost
+                TOKENS_CHANNEL, self._notified, on_connected=self._connected, on_lost=self._lost
             )
 
     def close(self) -> None:
