@@ -9,6 +9,7 @@ unique id totally orders rows even when two share a timestamp.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, LiteralString
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
     from app.store.db import Connection
 
+#: The nil UUID: the id sent where no row is meant (the first page's cursor id, "no pool").
+NIL_UUID = uuid.UUID(int=0)
 # datetime.max is sent to PostgreSQL as 'infinity': every row sorts before it.
 FIRST_PAGE_TIME = datetime.max.replace(tzinfo=UTC)
 

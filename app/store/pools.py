@@ -39,7 +39,7 @@ from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_fr
 from app.domain.project_limits import Holding, limits_from, overruns
 from app.domain.validation import is_name
 from app.store.audit import record_event, ring_doorbell
-from app.store.paging import Position, fetch_page
+from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.projects import ensure_project_live
 from app.store.queries import QUERIES
 
@@ -53,7 +53,6 @@ DELETING_REASON = "Deletion requested; waiting for the controller to remove the 
 FINISHED_WORKLOAD_DELETING_REASON = (
     "Deletion requested with its compute pool; waiting for the controller to remove the Job."
 )
-_NIL = uuid.UUID(int=0)
 
 
 class ProjectScope(Protocol):
@@ -86,7 +85,7 @@ async def check_project_limits(
     accelerator_class: str,
     quota: Quota,
     *,
-    pool_id: uuid.UUID = _NIL,
+    pool_id: uuid.UUID = NIL_UUID,
 ) -> None:
     """422 `ExceedsProjectLimit` when the project's pools, with this one (`pool_id`, if it
     exists already, at its new quota), would hold more than the project's limits allow.
@@ -186,7 +185,7 @@ async def page(
 ) -> tuple[list[PoolResource], Position | None]:
     """Up to `limit` pools older than `after`, newest first, and the next page's position."""
     rows, position = await fetch_page(
-        conn, QUERIES["list_pools"], project.id, after=after, limit=limit, first_id=_NIL
+        conn, QUERIES["list_pools"], project.id, after=after, limit=limit, first_id=NIL_UUID
     )
     return [pool_from_row(row, project.name) for row in rows], position
 

@@ -24,7 +24,7 @@ from app.domain.project_limits import (
 )
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
-from app.store.paging import Position, fetch_page
+from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from app.domain.specs import ProjectLimits
     from app.store.db import Connection
-
-NIL_UUID = uuid.UUID(int=0)
 
 
 def project_from_row(row: asyncpg.Record) -> Project:

@@ -14,7 +14,7 @@ from app.domain.errors import AlreadyExists, NotFound, TokenLimitReached
 from app.domain.events import EventType
 from app.domain.resources import Token, TokenCreated
 from app.store.audit import record_event
-from app.store.paging import Position, fetch_page
+from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
 from app.store.token_cache import CachedToken
 
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from app.store.token_cache import TokenCache
 
 TOKEN_PREFIX = "aicp_"
-NIL_UUID = uuid.UUID(int=0)
 
 
 #: What `new_secret` makes: anything else is refused by its form, without a database read.

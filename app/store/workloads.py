@@ -31,7 +31,7 @@ from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
 from app.store.audit import record_event, ring_doorbell
-from app.store.paging import ByteBound, Position, fetch_page
+from app.store.paging import NIL_UUID, ByteBound, Position, fetch_page
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 KIND: Final[Kind] = "workload"
 DELETING_REASON = "Deletion requested; waiting for the controller to remove the Job."
-_NIL = uuid.UUID(int=0)
 
 
 def _replaced_reason(generation: int) -> str:
@@ -221,7 +220,7 @@ async def page(
             else (QUERIES["list_workloads_in_pool_in_state"], [project.id, pool_id, state])
         )
     rows, position = await fetch_page(
-        conn, query, *args, after=after, limit=limit, first_id=_NIL, bound=PAGE_BOUND
+        conn, query, *args, after=after, limit=limit, first_id=NIL_UUID, bound=PAGE_BOUND
     )
     return [workload_from_row(row, project.name) for row in rows], position
 
