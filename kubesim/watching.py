@@ -108,10 +108,6 @@ class Watcher:
             self.expired = Expired(self.last_rv, change.rv)
         self._wake.set()
 
-    def push_expired(self, err: Expired) -> None:
-        self.expired = err
-        self._wake.set()
-
     def close(self) -> None:
         self.closed = True
         self._wake.set()
@@ -185,13 +181,3 @@ class WatchHub:
         """Forget the whole history: any resume from an older RV now gets 410 (fault injection)."""
         self._history.clear()
         self._floor = current_rv
-
-    def close_all(self) -> None:
-        """Close every live watcher (server shutdown, or a 'drop watch streams' fault)."""
-        for watchers in self._watchers.values():
-            for watcher in watchers:
-                watcher.close()
-        self._watchers.clear()
-
-    def watcher_count(self) -> int:
-        return sum(len(w) for w in self._watchers.values())

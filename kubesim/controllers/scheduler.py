@@ -58,7 +58,6 @@ class Scheduler:
         self._store = store
         self._clock = clock
         self.pods = store.resource("", "pods")
-        self.nodes_rt = store.resource("", "nodes")
         self.queue: WorkQueue[Key] = WorkQueue(clock)
         self._nodes: dict[str, _Node] = {}
         self._bound: dict[Key, _Bound] = {}
