@@ -24,7 +24,8 @@ IfMatch = Annotated[
         "or `*`: the write is refused with 412 generation-mismatch if the resource has moved on.",
     ),
 ]
-"""Declares ``If-Match`` in OpenAPI; ``expected_generation`` reads and checks it."""
+"""Declares ``If-Match`` in OpenAPI; ``expected_generation`` reads it, and the store compares it
+with the locked row (``app.domain.errors.check_generation``)."""
 
 
 def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | None:
