@@ -156,6 +156,7 @@ class Replica:
         self.runs = 0
         self._drain: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
+        self._retired: list[httpx.AsyncClient] = []  # clients of earlier runs, closed at stop
 
     @property
     def pid(self) -> int:
@@ -225,6 +226,8 @@ class Replica:
         """One shared client for this run of the process (a burst opens no client per request:
         the test process must stay responsive enough to time what it measures)."""
         if self._http is None or str(self._http.base_url).rstrip("/") != self.url:
+            if self._http is not None:
+                self._retired.append(self._http)
             self._http = httpx.AsyncClient(
                 base_url=self.url,
                 headers=bearer(ADMIN_TOKEN),
@@ -282,8 +285,9 @@ class Replica:
         return [line for line in self.lines if line.get("level") == "warning"]
 
     async def stop(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
+        for client in [*self._retired, *([self._http] if self._http is not None else [])]:
+            await client.aclose()
+        self._retired, self._http = [], None
         if self.process is not None:
             await _terminate(self.process)
         if self._drain is not None:
@@ -367,26 +371,31 @@ class PgProxy:
         if self._refusal is not None:
             await self._refuse_startup(reader, writer, *self._refusal)
             return
+        up_writer: asyncio.StreamWriter | None = None
         try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._pipes.update((writer, up_writer))
-        pumps = [
-            asyncio.create_task(self._pump(reader, up_writer)),
-            asyncio.create_task(self._pump(up_reader, writer)),
-        ]
-        self._tasks.update(pumps)
-        try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pump in pumps:
-                pump.cancel()
-                self._tasks.discard(pump)
+            try:
+                up_reader, up_writer = await asyncio.open_connection(*self.target)
+            except OSError:
+                return
+            if self._server is None:  # refused while this one was connecting: cut it too
+                return
+            self._pipes.update((writer, up_writer))
+            pumps = [
+                asyncio.create_task(self._pump(reader, up_writer)),
+                asyncio.create_task(self._pump(up_reader, writer)),
+            ]
+            self._tasks.update(pumps)
+            try:
+                await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                    self._tasks.discard(pump)
+        finally:  # every way out (a cut, a refusal, cancellation) closes both ends
             for end in (writer, up_writer):
-                self._pipes.discard(end)
-                end.transport.abort()
+                if end is not None:
+                    self._pipes.discard(end)
+                    end.transport.abort()
 
     @staticmethod
     async def _refuse_startup(
