@@ -70,6 +70,14 @@ from app.reconcile.steps.evidence import (
     spec_of,
     summary,
 )
+from app.reconcile.steps.rendezvous import (
+    ensure_service,
+    next_attempt_created,
+    restart_group,
+    restarted,
+    restarting,
+    retries_left,
+)
 from app.reconcile.workers import Result
 from app.store import reconciling
 
@@ -168,10 +176,14 @@ class WorkloadStep:
                 return await self._create(fence, row, spec, identity)
         if (manager := foreign_owner(job, {UID_LABEL: str(row.id)})) is not None:
             return await self._refused(fence, row, identity, manager)
+        if restarting(row, job):
+            return Result.requeue(deletion.RECHECK_SECONDS)  # going; its DELETED wakes us
         if is_terminating(job):
             return await drift.job_deleted(ctx, fence, row, spec, job)
         if not _settled(row) and not job_finished(job):
             await drift.restore_job_metadata(ctx, fence, row, spec, identity, job)
+            if spec.distributed:
+                await ensure_service(ctx, fence, row, spec, identity, job)
         return await self._observe(fence, row, spec, job)
 
     async def _create(
@@ -214,8 +226,12 @@ class WorkloadStep:
                 return await self._refused(fence, row, identity, manager)
             log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
             return await self._observe(fence, row, spec, existing)
+        if spec.distributed:
+            await ensure_service(ctx, fence, row, spec, identity, created, first=True)
         classification = observe(ctx, row, spec, created)
-        if recreated:
+        if recreated and restarted(row):
+            event = next_attempt_created(identity, previous_attempts(row) + 1)
+        elif recreated:
             event = drift.recreated_event(row, identity.job_name, previous_attempts(row), lost=lost)
         else:
             event = job_created(identity, row.generation)
@@ -322,6 +338,9 @@ class WorkloadStep:
             return Result.requeue(SETTLE_RECHECK_SECONDS)
         if state == WorkloadState.FAILED and not _settled(row):
             classification = drift.failed_with_namespace(ctx, row, classification)
+            if not stopping and job_finished(job) and retries_left(row, spec, facts):
+                await restart_group(ctx, fence, row, classification, facts, job)
+                return Result.requeue(deletion.RECHECK_SECONDS)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
