@@ -5,9 +5,9 @@
 Starts kubesim and `python -m app serve` (see `e2e_stack.py`), drives aicp through its API
 only — binding, project, pool (created, quota changed), a workload to SUCCEEDED (its logs and
 manifest read), one that fails, a two-node one (its headless Service) to SUCCEEDED, one
-replaced by a new spec while running, one deleted while running, then the pool, the project and the binding deleted — and turns kubesim's request
-counters (`/_sim/stats`; aicp is kubesim's only client: this process reads nothing but the
-counters) into the (group, resource, verb) triples
+replaced by a new spec while running, one deleted while running, then the pool, the project
+and the binding deleted — and turns kubesim's request counters (`/_sim/stats`; aicp is
+kubesim's only client: this process reads nothing but the counters) into the (group, resource, verb) triples
 `tests/chart/test_rbac_matches_reconciler.py` compares with the chart's ClusterRole.
 """
 
