@@ -8,7 +8,8 @@ manifest read), one that fails, a two-node one (its headless Service) to SUCCEED
 replaced by a new spec while running, one deleted while running, then the pool, the project
 and the binding deleted — and turns kubesim's request counters (`/_sim/stats`; aicp is
 kubesim's only client: this process reads nothing but the counters) into the (group,
-resource, verb) triples `tests/chart/test_rbac_matches_reconciler.py` compares with the chart's ClusterRole.
+resource, verb) triples `tests/chart/test_rbac_matches_reconciler.py` compares with the
+chart's ClusterRole.
 """
 
 from __future__ import annotations
