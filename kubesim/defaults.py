@@ -89,7 +89,9 @@ def _default_job(job: Obj) -> None:
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
+    # With per-index back-off the global limit is effectively off (the apiserver's MaxInt32).
+    per_index = spec.get("backoffLimitPerIndex") is not None
+    spec.setdefault("backoffLimit", 2147483647 if per_index else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
     spec.setdefault("manualSelector", False)

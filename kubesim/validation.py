@@ -156,7 +156,7 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
         found += service_causes(obj["spec"])
     for field, message in found:
         reason = "FieldValueInvalid"
-        if message == "Required value":
+        if message.startswith("Required value"):
             reason = "FieldValueRequired"
         elif message.startswith("Unsupported value"):
             reason = "FieldValueNotSupported"
