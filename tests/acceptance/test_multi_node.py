@@ -93,7 +93,8 @@ async def test_rank_one_failing_stops_both_ranks_and_the_reason_names_it(
     scenario: Scenario,
 ) -> None:
     await scenario.setup_pool(accelerators=16)
-    env = {**LONG, "KUBESIM_FAIL_RANK": "1", "KUBESIM_EXIT_CODE": "1"}
+    # The failing rank ends after half the run, while rank 0 still runs.
+    env = {"KUBESIM_RUN_SECONDS": "8", "KUBESIM_FAIL_RANK": "1", "KUBESIM_EXIT_CODE": "1"}
     await scenario.submit("broken", nodes=2, env=env)
 
     failed = await scenario.wait_state("broken", "FAILED")
@@ -101,6 +102,9 @@ async def test_rank_one_failing_stops_both_ranks_and_the_reason_names_it(
     assert reason.startswith("Rank 1 (pod ")
     assert reason.endswith("exited with code 1; all 2 ranks were stopped (attempt 1 of 1).")
     assert failed["status"]["exit_code"] == 1
+    ranks = {rank["rank"]: rank for rank in failed["status"]["ranks"]}
+    assert ranks[1]["exit_code"] == 1
+    assert ranks[0]["exit_code"] != 0  # stopped with the attempt, not left running
     assert "Failed" in await scenario.event_types("broken")
 
 
@@ -123,7 +127,8 @@ async def test_one_rank_out_of_memory_fails_the_workload_naming_the_rank(
     scenario: Scenario,
 ) -> None:
     await scenario.setup_pool(accelerators=16)
-    await scenario.submit("hungry", nodes=2, memory="2Gi", env={**LONG, "KUBESIM_OOM_RANK": "1"})
+    env = {"KUBESIM_RUN_SECONDS": "8", "KUBESIM_OOM_RANK": "1"}
+    await scenario.submit("hungry", nodes=2, memory="2Gi", env=env)
 
     failed = await scenario.wait_state("hungry", "FAILED")
     reason = failed["status"]["reason"]
