@@ -16,7 +16,8 @@ Once a Workload is admitted it must have every pod of its pod sets ready (or suc
   workload backoff was finished") and it queues again;
 - when one more requeue would pass `backoffLimitCount`, the Workload is deactivated instead:
   `spec.active=false`, `Evicted=True` reason `Deactivated`, "The workload is deactivated due to
-  exceeding the maximum number of re-queuing retries"; it is never admitted again.
+  exceeding the maximum number of re-queuing retries", `requeueState` cleared; it is never
+  admitted again (Kueue passes through a `DeactivationTarget` condition first).
 
 Not simulated: `blockAdmission`, `recoveryTimeout` (WaitForRecovery), the `Creation` timestamp
 of the requeuing strategy (requeued Workloads keep their place by creation time, as here
@@ -176,6 +177,7 @@ class PodsReadyController:
                 manager=KUEUE_MANAGER,
             )
             reason, message = "Deactivated", DEACTIVATED
+            status.pop("requeueState", None)  # Kueue clears it on deactivation
         else:
             count += 1
             wait = min(config.backoff_base_seconds * 2 ** (count - 1), config.backoff_max_seconds)

@@ -128,7 +128,7 @@ async def test_a_gang_not_ready_in_time_is_evicted_requeued_then_deactivated(
         "Deactivated",
         "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
     )
-    assert wl["status"]["requeueState"]["count"] == 1
+    assert "requeueState" not in wl["status"]
     clock.advance(600)
     assert (await kube.job("stuck")).spec.suspend is True
     assert await kube.pods_of("stuck") == []
