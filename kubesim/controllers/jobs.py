@@ -14,9 +14,16 @@ Per Job, level-triggered from the Job and its pods:
   `DeadlineExceeded` after `activeDeadlineSeconds`, active pods then deleted and counted failed)
   and `Failed` once no pod is left running; `SuccessCriteriaMet` reason `CompletionsReached` and
   `Complete` plus `completionTime` likewise;
+- Indexed Jobs: one pod per pending index (`<job>-<index>-xxxxx`, the completion-index
+  annotation and label, `hostname <job>-<index>`, `JOB_COMPLETION_INDEX` from the annotation),
+  `completedIndexes`, and with `backoffLimitPerIndex` per-index failure counts and
+  `failedIndexes` (`FailedIndexes`, `MaxFailedIndexesExceeded`);
+- `podFailurePolicy` (`pod_failure_policy.py`): FailJob fails the Job with reason
+  `PodFailurePolicy` and stops the other pods, Ignore does not count the failure, FailIndex
+  fails the index, Count (or no match) counts it.
 
-Not simulated: indexed completion mode, podFailurePolicy, successPolicy, the exponential
-back-off (10 s, 20 s, ...) before replacing a failed pod, pod readiness gates.
+Not simulated: successPolicy, the exponential back-off (10 s, 20 s, ...) before replacing a
+failed pod, pod readiness gates.
 """
 
 from __future__ import annotations
