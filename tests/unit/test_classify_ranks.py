@@ -78,3 +78,24 @@ def test_kueue_giving_up_on_the_all_or_nothing_start_says_how_many_pods_ran() ->
     assert result.reason == (
         "Requeued: 3 of 4 pods were running after 5m; the workload goes back to the queue."
     )
+
+
+def test_once_the_evicted_pods_are_gone_the_requeue_does_not_guess_how_many_ran() -> None:
+    builder = make_job(nodes=4).admitted()
+    builder.pods = []
+    builder.job["status"]["startTime"] = "2026-08-01T10:00:00Z"
+    assert builder.workload is not None
+    set_condition(
+        builder.workload,
+        cond(
+            "Evicted",
+            "True",
+            "PodsReadyTimeout",
+            "Exceeded the PodsReady timeout",
+            "2026-08-01T10:05:00Z",
+        ),
+    )
+
+    assert builder.build().classify().reason == (
+        "Requeued: not all 4 pods were running after 5m; the workload goes back to the queue."
+    )

@@ -370,11 +370,14 @@ def rank_out_of_memory(
 
 
 def gang_not_ready(running: int, total: int, waited: int | None) -> str:
-    """Kueue's all-or-nothing start (`waitForPodsReady`) timed out and requeued the workload."""
+    """Kueue's all-or-nothing start (`waitForPodsReady`) timed out and requeued the workload.
+
+    `running` 0: the pods are gone already (Kueue suspended the Job), so how many ran is no
+    longer known."""
     after = f" after {duration(waited)}" if waited is not None else ""
+    how_many = f"{running} of {total}" if running else f"not all {total}"
     return sentence(
-        f"Requeued: {running} of {total} pods were running{after}; the workload goes back to "
-        "the queue"
+        f"Requeued: {how_many} pods were running{after}; the workload goes back to the queue"
     )
 
 
