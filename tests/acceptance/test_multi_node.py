@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.acceptance.conftest import Scenario
 from tests.support.waiting import wait_until
 
@@ -27,6 +29,7 @@ async def _running_pods(scenario: Scenario, uid: str) -> list[dict[str, Any]]:
     return [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Running"]
 
 
+@pytest.mark.timeout(180)  # two waits of up to 45 s each on a loaded real cluster
 async def test_two_ranks_of_eight_gpus_run_as_one_indexed_job_on_two_nodes(
     scenario: Scenario,
 ) -> None:
