@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 
 from tests.support.api_client import Api
+from tests.support.scenario import Scenario
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ async def test_every_project_write_is_an_event_with_its_actor(api: Api, database
     assert all(r["message"].endswith(".") for r in rows)
 
 
-async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Api) -> None:
+async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Scenario) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/projects/research")
     assert response.status_code == 409

@@ -117,7 +117,7 @@ async def test_a_running_workload_deleted_keeps_its_evidence_in_the_tombstone(st
     pods = await stack.kube.core.list_namespaced_pod(
         NAMESPACE, label_selector=f"aicp.dev/uid={running['uid']}", _preload_content=False
     )
-    assert (await pods.json())["items"] == []
+    assert (await pods.json())["items"] == []  # type: ignore[attr-defined]  # a raw (_preload_content=False) response
 
 
 async def test_deletion_waits_until_the_job_is_really_gone(stack: Stack) -> None:
