@@ -6,15 +6,12 @@ others; Ignore and Count rules; per-index back-off."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim import Cluster
 from tests.kubesim.scenarios import NS, Kube, gpu_job
-from tests.support.kube_fixtures import api_client_for
 from tests.support.waiting import wait_until
 
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -26,17 +23,6 @@ FAIL_JOB_ON_ERROR = {
 @pytest.fixture
 def kube_cluster_options() -> dict[str, Any]:
     return {"time_scale": 0}
-
-
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        yield Kube(api)
-
-
-@pytest.fixture
-def clock(kube_cluster_with_controllers: Cluster) -> Any:
-    return kube_cluster_with_controllers.clock
 
 
 def indexed_job(name: str, nodes: int = 2, *, gpus: int = 8, **options: Any) -> dict[str, Any]:

@@ -4,15 +4,12 @@ and deactivated past `backoffLimitCount`; a gang that starts gets `PodsReady=Tru
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from kubesim import Cluster
 from kubesim.controllers import WaitForPodsReady
 from tests.kubesim.scenarios import NS, Kube, gpu_job
-from tests.support.kube_fixtures import api_client_for
 from tests.support.waiting import wait_until
 
 TIMEOUT = 30.0
@@ -28,16 +25,9 @@ def kube_cluster_options() -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        await Kube(api).kueue_setup(gpus=16)
-        yield Kube(api)
-
-
-@pytest.fixture
-def clock(kube_cluster_with_controllers: Cluster) -> Any:
-    return kube_cluster_with_controllers.clock
+@pytest.fixture(autouse=True)
+async def queues(kube: Kube) -> None:
+    await kube.kueue_setup(gpus=16)
 
 
 def gang(name: str, **env: str) -> dict[str, Any]:

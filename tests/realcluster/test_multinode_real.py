@@ -149,3 +149,58 @@ def _no_build(tmp_path: Path) -> Any:
     from realcluster import build as building
 
     return building.Build(tmp_path / "build")
+
+
+@pytest.mark.real_cluster
+@pytest.mark.timeout(300)  # a cluster of its own, with a short readiness timeout
+async def test_a_gang_not_ready_in_time_is_evicted_and_requeued_by_the_real_kueue() -> None:
+    from realcluster import build as building
+    from tests.kubesim.scenarios import NS, Kube
+
+    build = building.built()
+    assert build is not None
+    cluster = RealCluster(
+        ClusterOptions(
+            pods_ready_timeout=8, pods_ready_backoff_base_seconds=2,
+            pods_ready_backoff_limit_count=1,
+        ),
+        build=build,
+    )  # fmt: skip
+    cluster.start()
+    try:
+        async with RealBackend(cluster).api_client() as api:
+            kube = Kube(api)
+            await kube.kueue_setup(gpus=16)
+            await kube.batch.create_namespaced_job(
+                NS,
+                gpu_job(
+                    "stuck", gpus=8, parallelism=2, completions=2, completionMode="Indexed",
+                    run_seconds=600, env={"KUBESIM_PENDING_RANK": "1"},
+                ),
+            )  # fmt: skip
+
+            async def rank1_creating() -> bool:
+                pods = {p.metadata.annotations[INDEX]: p for p in await kube.pods_of("stuck")}
+                statuses = pods["1"].status.container_statuses if "1" in pods else None
+                return bool(statuses) and statuses[0].state.waiting.reason == "ContainerCreating"
+
+            await wait_until(rank1_creating, timeout=60, message="rank 1 held in creation")
+            wl = await kube.wait_workload_condition("stuck", "Evicted", timeout=60)
+            evicted = next(c for c in wl["status"]["conditions"] if c["type"] == "Evicted")
+            assert evicted["reason"] == "PodsReadyTimeout"
+            assert evicted["message"] == (
+                f"Exceeded the PodsReady timeout {NS}/{wl['metadata']['name']}"
+            )
+            assert wl["status"]["requeueState"]["count"] == 1
+            wl = await kube.wait_workload_condition("stuck", "Requeued", timeout=60)
+            requeued = next(c for c in wl["status"]["conditions"] if c["type"] == "Requeued")
+            assert requeued["reason"] == "BackoffFinished"
+
+            async def deactivated() -> dict[str, Any] | None:
+                found = await kube.workload_of("stuck")
+                return found if found and found["spec"].get("active") is False else None
+
+            wl = await wait_until(deactivated, timeout=90, message="the Workload deactivated")
+            await kube.wait_workload_condition("stuck", "Admitted", "False", timeout=60)
+    finally:
+        cluster.stop()
