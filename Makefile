@@ -57,14 +57,14 @@ test-faults: venv
 	AICP_FAULTS_FULL=1 $(PY) -m pytest tests/faults -q -m "not real_cluster"
 
 lint: venv
-	.venv/bin/ruff check app kubesim realcluster cli tests loadtest
-	.venv/bin/ruff format --check app kubesim realcluster cli tests loadtest
+	.venv/bin/ruff check app kubesim realcluster idp cli tests loadtest
+	.venv/bin/ruff format --check app kubesim realcluster idp cli tests loadtest
 	.venv/bin/mypy
 	.venv/bin/lint-imports
 
 fmt: venv
-	.venv/bin/ruff format app kubesim realcluster cli tests loadtest
-	.venv/bin/ruff check --fix app kubesim realcluster cli tests loadtest
+	.venv/bin/ruff format app kubesim realcluster idp cli tests loadtest
+	.venv/bin/ruff check --fix app kubesim realcluster idp cli tests loadtest
 
 # locust's users (loadtest/locustfile.py) for LOADTEST_SECONDS against `python -m app dev` in a
 # throwaway state directory (embedded PostgreSQL, or a fresh database on LOADTEST_PG's server);

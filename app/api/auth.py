@@ -12,9 +12,15 @@ One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this 
    address whose tokens failed a read too often (app/api/ratelimit.py) is answered 429
    instead of the next read.
    Then a project token's request spends from its rate limits (429 beyond).
+   A bearer JWT, when an OpenID Connect issuer is configured, is a person's access token:
+   verified (`app.identity`; 401 when bad, 503 when the issuer's keys cannot be fetched) and
+   resolved to their role bindings (`app.api.people`). A person none of whose groups has a
+   binding is 403 with a sentence naming the groups seen (except on routes marked
+   ``opt={"any_person": True}``, such as ``/whoami``).
 2. **Scope** — a ``{project}`` path parameter must name a project the caller can see: any
-   existing project for the admin, only its own for a project token. Otherwise 404, never 403,
-   so a token cannot learn which other projects exist.
+   existing project for the admin, only its own for a project token, those their groups are
+   bound to for a person. Otherwise 404, never 403, so a token cannot learn which other
+   projects exist.
 3. **Authorize** — the handler declares the role it needs with ``opt=requires(...)``. Reads
    default to ``viewer``; a write that declares nothing needs the platform admin (fail closed).
    Too low a role on a visible project → 403 with ``required_role``.
@@ -33,8 +39,10 @@ from datetime import datetime  # noqa: TC003 - as above
 from typing import TYPE_CHECKING, Any, cast
 
 from app.api.methods import READ_METHODS
+from app.api.people import SIGN_ON_KEY, Person, SignOn, resolve_person
 from app.domain.errors import Forbidden, NotFound, Unauthorized
 from app.domain.states import Role
+from app.identity.verifier import looks_like_jwt
 from app.observability.metrics import AUTH_FAILURES
 from app.store import tokens
 from app.store.queries import QUERIES
@@ -68,21 +76,37 @@ class Caller:
     """An authenticated caller and the project in scope for this request (if any)."""
 
     actor: str
-    """``admin`` or ``token:<id>``: recorded in events and ``created_by``."""
+    """``admin``, ``token:<id>`` or ``user:<username> (<subject>)``: recorded in events and
+    ``created_by``."""
     is_admin: bool
     role: Role | None
-    """The project token's role; None for the platform admin."""
+    """The project token's role, or a person's role in the path's project (their highest
+    when the path names none); None for the platform admin."""
     token_project_id: uuid.UUID | None
     project: ProjectRef | None
     token_id: uuid.UUID | None = None
     """The project token's id; None for the platform admin."""
     expires_at: datetime | None = None
-    """When the project token expires (open streams end then); None: never."""
+    """When the project token (or a person's access token) expires (open streams end then);
+    None: never."""
+    person: Person | None = None
+    """Who signed in through OpenID Connect; None for API tokens."""
 
     @property
     def identity(self) -> str:
         """The scope of Idempotency-Keys: one caller's keys never collide with another's."""
+        if self.person is not None:  # the subject is stable, the username may change
+            return f"oidc:{self.person.identity.subject}"
         return self.actor
+
+    @property
+    def visible_project_ids(self) -> tuple[uuid.UUID, ...] | None:
+        """The projects this caller may see; None: every project (the platform admin)."""
+        if self.is_admin:
+            return None
+        if self.person is not None:
+            return self.person.project_ids
+        return () if self.token_project_id is None else (self.token_project_id,)
 
     def require_project(self) -> ProjectRef:
         """The path's project; routes with ``{project}`` always have one."""
@@ -131,6 +155,9 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Calle
     ):
         return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
     if not TOKEN_FORM.fullmatch(secret):
+        sign_on: SignOn | None = connection.app.state.get(SIGN_ON_KEY)
+        if sign_on is not None and looks_like_jwt(secret):
+            return await _authenticate_person(connection, sign_on, secret)
         AUTH_FAILURES.labels("malformed").inc()
         raise Unauthorized("The token is not valid.")
     key = tokens.digest(secret)
@@ -179,7 +206,48 @@ async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Calle
     )
 
 
+async def _authenticate_person(
+    connection: ASGIConnection[Any, Any, Any, Any], sign_on: SignOn, token: str
+) -> Caller:
+    limiter = _limiter(connection)
+    address = client_address(connection)
+    if limiter is not None:  # verifying costs a signature check: not for a client failing often
+        limiter.check_client(address)
+    try:
+        person = await resolve_person(sign_on, _database(connection), token)
+    except Unauthorized:
+        AUTH_FAILURES.labels("oidc").inc()
+        if limiter is not None:
+            limiter.auth_failed(address)
+        raise
+    return Caller(
+        actor=person.actor,
+        is_admin=person.is_admin,
+        role=None,
+        token_project_id=None,
+        project=None,
+        expires_at=person.identity.expires_at,
+        person=person,
+    )
+
+
+async def _scope_person(
+    connection: ASGIConnection[Any, Any, Any, Any], caller: Caller, person: Person
+) -> Caller:
+    name = connection.path_params.get("project")
+    if name is None:
+        return dataclasses.replace(caller, project=None, role=person.highest_role)
+    async with _database(connection).connection() as conn:
+        project_id = await conn.fetchval(QUERIES["project_id_by_name"], name)
+    role = None if project_id is None else person.role_in(project_id)
+    if role is None:
+        raise NotFound(f"Project {name!r} not found.")
+    return dataclasses.replace(caller, project=ProjectRef(project_id, name), role=role)
+
+
 async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller) -> Caller:
+    if caller.person is not None and not caller.is_admin:
+        return await _scope_person(connection, caller, caller.person)
     name = connection.path_params.get("project")
     if name is None:
         # Routes without a project: a project token's own project must not leak into them.
@@ -199,6 +267,8 @@ async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller)
 def _check_role(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler, caller: Caller
 ) -> None:
+    if handler.opt.get("any_person"):
+        return  # any authenticated caller (``/whoami``)
     declared = handler.opt.get("role")
     if declared is None:
         method = cast("HTTPScope", connection.scope)["method"]
@@ -210,9 +280,10 @@ def _check_role(
     needed = Role(declared)
     assert caller.role is not None
     if caller.role.rank < needed.rank:
+        who = "the token has" if caller.person is None else "your groups give you"
         raise Forbidden(
             needed.value,
-            f"This operation requires the {needed.value} role; the token has {caller.role.value}.",
+            f"This operation requires the {needed.value} role; {who} {caller.role.value}.",
         )
 
 
@@ -220,9 +291,11 @@ async def authorize(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
     """The guard: authenticate, scope to the path's project, check the role (see module doc)."""
-    if not connection.scope["path"].startswith("/api/"):
+    if not connection.scope["path"].startswith("/api/") or handler.opt.get("public"):
         return
     caller = await _authenticate(connection)
+    if caller.person is not None and not handler.opt.get("any_person"):
+        caller.person.require_some_role()
     limiter = _limiter(connection)
     if limiter is not None:
         limiter.admit(caller, cast("HTTPScope", connection.scope)["method"])

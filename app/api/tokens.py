@@ -39,7 +39,7 @@ TOKENS_PER_PROJECT_KEY = "tokens_per_project"
 def check_lineage(caller: Caller, data: TokenCreate) -> tokens.Minter | None:
     """The minter of the token `caller` asks for, once the request keeps the lineage rules
     (module docstring); None for the platform admin, who may mint any token."""
-    if caller.is_admin or caller.token_id is None:
+    if caller.is_admin:
         return None
     assert caller.role is not None
     asked = Role(data.role)
@@ -54,6 +54,10 @@ def check_lineage(caller: Caller, data: TokenCreate) -> tokens.Minter | None:
             PLATFORM_ADMIN,
             "Only the platform admin creates tokens that never expire; give expires_in_days.",
         )
+    if caller.token_id is None:
+        # A person (OpenID Connect): the token is no descendant of another, and the person's
+        # short-lived access token does not bound its life.
+        return None
     if caller.expires_at is not None:
         left = caller.expires_at - datetime.now(UTC)
         if timedelta(days=data.expires_in_days) > left:

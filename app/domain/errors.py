@@ -413,7 +413,7 @@ class ServiceUnavailable(AicpError):
     slug = "service-unavailable"
     status = 503
     title = "Service unavailable"
-    retry_after_seconds: ClassVar[int] = 1
+    retry_after_seconds: int = 1  # an instance may say more (the identity provider's wait)
 
 
 class StoreUnavailable(ServiceUnavailable):

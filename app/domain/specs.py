@@ -216,3 +216,24 @@ class WorkloadSpec(_Body):
     retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
     priority: Priority = "normal"
     labels: Annotated[dict[str, str], msgspec.Meta(max_length=16)] = {}
+
+
+BindingRole = Literal["platform-admin", "admin", "editor", "viewer"]
+
+
+class RoleBindingCreate(_Body):
+    """Give the members of an identity-provider group a role: `platform-admin` (no project),
+    or `admin`, `editor` or `viewer` of one project."""
+
+    group: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=512,
+            pattern=PRINTABLE_PATTERN,
+            description="a group name as the groups claim carries it",
+            examples=["vision-team"],
+        ),
+    ]
+    role: BindingRole
+    project: ProjectName | None = None
