@@ -53,7 +53,7 @@ class LocalIssuer:
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 if issuer.down:
                     self._send(503, {"error": "down"})
                 elif self.path.endswith("/.well-known/openid-configuration"):

@@ -1,0 +1,32 @@
+"""Keycloak's sign-in pages driven with plain form posts, as a person's browser would submit
+them (no JavaScript is needed by the login, consent and device pages)."""
+
+from __future__ import annotations
+
+import html
+import re
+from urllib.parse import urljoin
+
+import httpx
+
+_FORM = re.compile(r"<form[^>]*\baction=\"([^\"]+)\"", re.IGNORECASE)
+_HIDDEN = re.compile(r"<input[^>]*type=\"hidden\"[^>]*name=\"([^\"]+)\"[^>]*value=\"([^\"]*)\"")
+
+
+def _form(page: httpx.Response) -> tuple[str, dict[str, str]]:
+    found = _FORM.search(page.text)
+    assert found is not None, f"no form on {page.url}: {page.text[:300]}"
+    fields = {name: html.unescape(value) for name, value in _HIDDEN.findall(page.text)}
+    return urljoin(str(page.url), html.unescape(found.group(1))), fields
+
+
+def sign_in(browser: httpx.Client, url: str, username: str, password: str) -> httpx.Response:
+    """Open `url` (an authorization or device URL), submit the login form, and grant consent
+    when asked; the last answer (redirects followed)."""
+    page = browser.get(url)
+    action, fields = _form(page)
+    page = browser.post(action, data={**fields, "username": username, "password": password})
+    if 'name="accept"' in page.text:  # the consent page of the device grant
+        action, fields = _form(page)
+        page = browser.post(action, data={**fields, "accept": "Yes"})
+    return page
