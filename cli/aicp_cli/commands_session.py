@@ -38,6 +38,12 @@ from aicp_cli.output import table
 @click.option(
     "--client-id", metavar="ID", help="With --oidc: the OAuth client (default: the server's)."
 )
+@click.option(
+    "--scope",
+    default="openid",
+    show_default=True,
+    help="With --oidc: the scopes to ask for (Dex: 'openid groups offline_access').",
+)
 @click.option("--context", "name", metavar="NAME", help="Save as this context (default: derived).")
 @click.option(
     "--project", metavar="NAME", help="Default project (a project token's own if omitted)."
@@ -49,6 +55,7 @@ def login(
     browser: bool = False,
     no_open: bool = False,
     client_id: str | None = None,
+    scope: str = "openid",
     name: str | None = None,
     project: str | None = None,
 ) -> None:
@@ -57,7 +64,8 @@ def login(
     authorization code with PKCE) and keep the refresh token to renew the sign-in."""
     url = url.rstrip("/")
     if oidc_login:
-        _login_person(url, browser, not no_open, client_id, name, project)
+        provider = oidc.provider_of(url, client_id, scope)
+        _login_person(url, provider, browser, not no_open, name, project)
         return
     if not token:
         raise CliError("give --token TOKEN (or AICP_TOKEN), or sign in as a person with --oidc")
@@ -77,13 +85,12 @@ def login(
 
 def _login_person(
     url: str,
+    provider: oidc.Provider,
     browser: bool,
     open_browser: bool,
-    client_id: str | None,
     name: str | None,
     project: str | None,
 ) -> None:
-    provider = oidc.provider_of(url, client_id)
     if browser:
         entry = oidc.browser_login(provider, open_browser=open_browser)
     else:

@@ -49,6 +49,7 @@ class Provider:
     authorization_endpoint: str | None
     device_endpoint: str | None
     revocation_endpoint: str | None
+    scope: str = "openid"
 
 
 def _json(response: httpx.Response, what: str) -> dict[str, Any]:
@@ -61,7 +62,7 @@ def _json(response: httpx.Response, what: str) -> dict[str, Any]:
     return body
 
 
-def provider_of(server_url: str, client_id: str | None = None) -> Provider:
+def provider_of(server_url: str, client_id: str | None = None, scope: str = "openid") -> Provider:
     """The server's identity provider (its `/api/v1/sign-on`) and its discovery document."""
     try:
         answer = httpx.get(f"{server_url}/api/v1/sign-on", timeout=30)
@@ -84,6 +85,7 @@ def provider_of(server_url: str, client_id: str | None = None) -> Provider:
         authorization_endpoint=found.get("authorization_endpoint"),
         device_endpoint=found.get("device_authorization_endpoint"),
         revocation_endpoint=found.get("revocation_endpoint"),
+        scope=scope,
     )
 
 
@@ -127,7 +129,7 @@ def device_login(provider: Provider, say: Callable[[str], None] = click.echo) ->
             provider.device_endpoint,
             data={
                 "client_id": provider.client_id,
-                "scope": "openid",
+                "scope": provider.scope,
                 "code_challenge": challenge,
                 "code_challenge_method": "S256",
             },
