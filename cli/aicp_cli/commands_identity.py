@@ -65,7 +65,7 @@ def role_bindings() -> None:
     """Role bindings: the members of a group get platform-admin, or a role in one project."""
 
 
-@role_bindings.command("list")
+@role_bindings.command("list", short_help="List role bindings.")
 @click.option("--project", "only", metavar="NAME", help="Only this project's bindings.")
 @click.pass_context
 def list_bindings(ctx: click.Context, only: str | None) -> None:
@@ -84,7 +84,7 @@ def list_bindings(ctx: click.Context, only: str | None) -> None:
     )
 
 
-@role_bindings.command("create")
+@role_bindings.command("create", short_help="Give a group a role.")
 @click.argument("group")
 @click.argument("role", type=click.Choice(["platform-admin", "admin", "editor", "viewer"]))
 @click.option("--in", "project", metavar="PROJECT", help="The project (not for platform-admin).")
@@ -101,7 +101,7 @@ def create_binding(ctx: click.Context, group: str, role: str, project: str | Non
     click.echo(f"role binding {made['id']}: group {group!r} is {role}{where}")
 
 
-@role_bindings.command("delete")
+@role_bindings.command("delete", short_help="Delete a role binding.")
 @click.argument("binding_id")
 @click.pass_context
 def delete_binding(ctx: click.Context, binding_id: str) -> None:

@@ -13,20 +13,25 @@ _FORM = re.compile(r"<form[^>]*\baction=\"([^\"]+)\"", re.IGNORECASE)
 _HIDDEN = re.compile(r"<input[^>]*type=\"hidden\"[^>]*name=\"([^\"]+)\"[^>]*value=\"([^\"]*)\"")
 
 
-def _form(page: httpx.Response) -> tuple[str, dict[str, str]]:
-    found = _FORM.search(page.text)
-    assert found is not None, f"no form on {page.url}: {page.text[:300]}"
-    fields = {name: html.unescape(value) for name, value in _HIDDEN.findall(page.text)}
-    return urljoin(str(page.url), html.unescape(found.group(1))), fields
+def _form(page: httpx.Response, having: str) -> tuple[str, dict[str, str]]:
+    """The action and hidden fields of the page's form that has a field named `having`."""
+    for chunk in page.text.split("<form")[1:]:
+        body = chunk.split("</form>", 1)[0]
+        found = _FORM.search("<form" + body)
+        if found is None or f'name="{having}"' not in body:
+            continue
+        fields = {name: html.unescape(value) for name, value in _HIDDEN.findall(body)}
+        return urljoin(str(page.url), html.unescape(found.group(1))), fields
+    raise AssertionError(f"no form with {having!r} on {page.url}: {page.text[:300]}")
 
 
 def sign_in(browser: httpx.Client, url: str, username: str, password: str) -> httpx.Response:
     """Open `url` (an authorization or device URL), submit the login form, and grant consent
     when asked; the last answer (redirects followed)."""
     page = browser.get(url)
-    action, fields = _form(page)
+    action, fields = _form(page, "username")
     page = browser.post(action, data={**fields, "username": username, "password": password})
     if 'name="accept"' in page.text:  # the consent page of the device grant
-        action, fields = _form(page)
+        action, fields = _form(page, "accept")
         page = browser.post(action, data={**fields, "accept": "Yes"})
     return page
