@@ -4,7 +4,8 @@ Lineage: a project token creates tokens only of its own role or lower (else 403)
 that outlives it (else 422 on ``expires_in_days``), and never one that never expires (403:
 only the platform admin may); the new token records its minter, and revoking a token revokes
 every token it minted, recursively. A project holds at most ``AICP_TOKENS_PER_PROJECT`` live
-tokens (409 ``token-limit-reached``).
+tokens (409 ``token-limit-reached``). A person signed in through OpenID Connect (a project admin
+by their groups) follows the same role and expiry rules; their tokens descend from no token.
 """
 
 import uuid

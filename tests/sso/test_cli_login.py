@@ -85,7 +85,7 @@ async def test_device_login_then_whoami_renewal_and_logout(
 ) -> None:
     await _bind_bob(sso_service)
     process, complete = await _login(tmp_path, sso_service.url, [], r"\(or open (\S+)\)")
-    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+    with httpx.Client(timeout=60) as browser:
         approved = await asyncio.to_thread(sign_in, browser, complete, "bob", "bob-password")
     assert approved.status_code == 200, approved.text[:300]
     out, err = await asyncio.wait_for(process.communicate(), 60)
@@ -126,7 +126,7 @@ async def test_browser_login_with_pkce_on_a_loopback_redirect(
         tmp_path, sso_service.url, ["--browser", "--no-open"], r"To sign in, open (\S+)"
     )
     assert "code_challenge_method=S256" in url and "redirect_uri=http%3A%2F%2F127.0.0.1" in url
-    with httpx.Client(follow_redirects=True, timeout=60) as browser:
+    with httpx.Client(timeout=60) as browser:
         landed = await asyncio.to_thread(sign_in, browser, url, "bob", "bob-password")
     assert "Signed in to aicp" in landed.text
     out, err = await asyncio.wait_for(process.communicate(), 60)
