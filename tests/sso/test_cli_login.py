@@ -16,9 +16,9 @@ import yaml
 
 from app.main import Service
 from idp.keycloak import Keycloak
+from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import AICP
 from tests.support.keycloak_pages import sign_in
-from tests.support.pg_fixtures import ADMIN_TOKEN
 
 
 def _env(home: Path) -> dict[str, str]:
