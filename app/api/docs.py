@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 _DESCRIPTIONS = {
     400: "malformed-json: the body is not JSON",
     401: "unauthorized: missing, malformed, unknown, expired or revoked token",
-    403: "forbidden: the token's role is too low (`required_role` names the one needed)",
+    403: "forbidden: the token's role is too low (`required_role` names the one needed); "
+    "csrf-rejected: a dashboard session's write without its X-CSRF-Token header",
     404: "not-found: no such resource visible to this token",
     409: "already-exists, being-deleted, in-use (`referenced_by`), token-limit-reached "
     "(`limit`) or limit-below-allocation (`exceeded`)",

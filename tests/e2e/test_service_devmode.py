@@ -108,7 +108,7 @@ async def test_dev_mode_announces_the_api_the_token_and_the_embedded_kubesim(
             swagger = dev.banner("API docs (Swagger UI)")
             assert swagger == f"{url}/schema/swagger"
             root = await client.get("/")
-            assert root.status_code == 307 and root.headers["location"] == "/schema/swagger"
+            assert root.status_code == 303 and root.headers["location"] == "/sign-in"
             page = await client.get("/", follow_redirects=True)
             assert page.status_code == 200 and "swagger" in page.text.lower()
         kubectl = next(line for line in dev.lines if line.strip().startswith("kubectl:"))
