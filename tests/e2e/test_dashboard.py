@@ -41,7 +41,7 @@ async def no_serious_violations(page: Any) -> None:
 
 
 async def test_submit_watch_open_and_delete_a_workload_in_the_browser(
-    running_service: RunningService, browser: Any, tmp_path: Path
+    browser: Any, running_service: RunningService, tmp_path: Path
 ) -> None:
     scenario = running_service.scenario()
     await scenario.setup_pool(accelerators=8)
@@ -74,8 +74,8 @@ async def test_submit_watch_open_and_delete_a_workload_in_the_browser(
 
     row = table.locator('tr[data-name="dash-train"]')
     await expect(row).to_have_count(1)
-    await no_serious_violations(table)
     await screenshot(table, "project", tmp_path)
+    await no_serious_violations(table)
     await expect(row.locator("span.state")).to_have_text("SUCCEEDED", timeout=45_000)
     seen = await states_seen(table, "dash-train")
     assert [s for s in seen if s in ("QUEUED", "RUNNING", "SUCCEEDED")] == [
@@ -114,7 +114,7 @@ async def test_submit_watch_open_and_delete_a_workload_in_the_browser(
 
 
 async def test_a_project_token_sees_only_its_own_project(
-    running_service: RunningService, browser: Any
+    browser: Any, running_service: RunningService
 ) -> None:
     mine = running_service.scenario()
     await mine.setup_pool(accelerators=8)
@@ -148,7 +148,7 @@ async def test_a_project_token_sees_only_its_own_project(
 
 
 async def test_errors_show_beside_their_fields_and_html_renders_as_text(
-    running_service: RunningService, browser: Any, tmp_path: Path
+    browser: Any, running_service: RunningService, tmp_path: Path
 ) -> None:
     scenario = running_service.scenario()
     await scenario.setup_pool(accelerators=8)
@@ -188,7 +188,7 @@ async def test_errors_show_beside_their_fields_and_html_renders_as_text(
 
 
 async def test_admin_view_creates_a_token_shown_once_and_revokes_it(
-    running_service: RunningService, browser: Any, tmp_path: Path
+    browser: Any, running_service: RunningService, tmp_path: Path
 ) -> None:
     scenario = running_service.scenario()
     await scenario.setup_pool(accelerators=8)
