@@ -36,9 +36,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import ADMIN_TOKEN, DEFAULTS, POOL, PROJECT, e2e_stack  # noqa: E402
-from tests.support.browser import CHROMIUM  # noqa: E402
-from tests.support.scenario import Scenario  # noqa: E402
+from loadtest.e2e_stack import ADMIN_TOKEN, DEFAULTS, POOL, PROJECT, e2e_stack
+from tests.support.browser import CHROMIUM
+from tests.support.scenario import Scenario
 
 COPIES = """
 INSERT INTO workloads (id, project_id, pool_id, name, spec, generation, observed_generation,
@@ -89,8 +89,7 @@ async def signed_in_page(browser: Any, url: str) -> Any:
 async def rows_rendered_ms(page: Any, url: str) -> float:
     await page.goto(f"{url}/projects/{PROJECT}")
     handle = await page.wait_for_function(
-        "() => document.querySelectorAll('#workloads tbody tr').length >= 50 "
-        "&& performance.now()",
+        "() => document.querySelectorAll('#workloads tbody tr').length >= 50 && performance.now()",
         polling="raf",
     )
     return float(await handle.json_value())
