@@ -1216,3 +1216,35 @@ WHERE b.group_name = ANY($1::text[]);
 SELECT name FROM projects WHERE id = $1;
 
 -- ===== end section: role bindings =====
+
+-- ===== section: dashboard sessions (app/store/sessions.py) =====
+
+-- name: session_insert
+-- $2 the project token's id or $3 the admin token's digest (exactly one is set).
+INSERT INTO dashboard_sessions (id_sha256, token_id, admin_sha256, csrf, expires_at)
+VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8));
+
+-- name: session_lookup
+-- A live session and, for a project token's, the token as authenticate_token reads it.
+SELECT s.token_id, s.admin_sha256, s.csrf, s.expires_at AS session_expires_at,
+       t.project_id, p.name AS project_name, t.role, t.expires_at,
+       t.revoked_at IS NOT NULL AS revoked,
+       t.expires_at IS NOT NULL AND t.expires_at <= now() AS expired
+FROM dashboard_sessions s
+LEFT JOIN api_tokens t ON t.id = s.token_id
+LEFT JOIN projects p ON p.id = t.project_id
+WHERE s.id_sha256 = $1 AND s.expires_at > now();
+
+-- name: session_delete
+DELETE FROM dashboard_sessions WHERE id_sha256 = $1;
+
+-- name: dashboard_position
+-- The number of the newest change made so far (0 before the first: a sequence not yet called
+-- hands out last_value next). A dashboard reads it before its first page of workloads.
+SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS newest
+FROM workload_changes_change_id_seq;
+
+-- name: sessions_purge_expired
+DELETE FROM dashboard_sessions WHERE expires_at <= now();
+
+-- ===== end section: dashboard sessions =====

@@ -15,6 +15,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from app.api import (
     bindings,
     creating,
+    dashboard,
     events,
     pools,
     projects,
@@ -26,7 +27,7 @@ from app.api import (
     workload_views,
     workloads,
 )
-from app.api.api_docs import root, swagger_assets, swagger_plugin
+from app.api.api_docs import swagger_assets, swagger_plugin
 from app.api.auth import LIMITER_KEY, REJECTED_KEY, authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
@@ -143,7 +144,14 @@ def create_app(deps: ApiDependencies) -> Litestar:
         security=[{"bearer": []}],
     )
     app = Litestar(
-        route_handlers=[api, root, healthz, readyz, metrics_endpoint, swagger_assets()],
+        route_handlers=[
+            api,
+            *dashboard.routes(),
+            healthz,
+            readyz,
+            metrics_endpoint,
+            swagger_assets(),
+        ],
         dependencies={
             "db": database_provider(deps.db),
             "caller": Provide(provide_caller),

@@ -2,15 +2,17 @@
 
 One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this order:
 
-1. **Authenticate** — ``Authorization: Bearer <token>``. The platform admin token is compared in
-   constant time; any other token is looked up by its SHA-256 digest: in this replica's token
-   cache (app/store/token_cache.py), else with one indexed read. A revocation holds from the
-   next request on on the replica that revoked it, and on the others as soon as the database's
-   notification arrives (a cache that may have missed one is not used). Missing, malformed,
-   unknown, expired or revoked → 401. A token not of the form `new_secret` makes, or one this
-   replica rejected before (`RejectedTokens`), is refused without a database read; a client
-   address whose tokens failed a read too often (app/api/ratelimit.py) is answered 429
-   instead of the next read.
+1. **Authenticate** — ``Authorization: Bearer <token>``, or else the dashboard's session cookie
+   (app/api/sessions.py: the session stands for a token, checked as below on every request; a
+   write needs the session's ``X-CSRF-Token`` too, 403 ``csrf-rejected``). The platform admin
+   token is compared in constant time; any other token is looked up by its SHA-256 digest: in
+   this replica's token cache (app/store/token_cache.py), else with one indexed read. A
+   revocation holds from the next request on on the replica that revoked it, and on the others
+   as soon as the database's notification arrives (a cache that may have missed one is not
+   used). Missing, malformed, unknown, expired or revoked → 401. A token not of the form
+   `new_secret` makes, or one this replica rejected before (`RejectedTokens`), is refused
+   without a database read; a client address whose tokens failed a read too often
+   (app/api/ratelimit.py) is answered 429 instead of the next read.
    Then a project token's request spends from its rate limits (429 beyond).
    A bearer JWT, when an OpenID Connect issuer is configured, is a person's access token:
    verified (`app.identity`; 401 when bad, 503 when the issuer's keys cannot be fetched) and
@@ -38,12 +40,14 @@ from dataclasses import dataclass
 from datetime import datetime  # noqa: TC003 - as above
 from typing import TYPE_CHECKING, Any, cast
 
+from app.api import sessions
 from app.api.methods import READ_METHODS
 from app.api.people import SIGN_ON_KEY, Person, SignOn, resolve_person
-from app.domain.errors import Forbidden, NotFound, Unauthorized
+from app.domain.errors import CsrfRejected, Forbidden, NotFound, Unauthorized
 from app.domain.states import Role
 from app.identity.verifier import looks_like_jwt
 from app.observability.metrics import AUTH_FAILURES
+from app.store import sessions as session_store
 from app.store import tokens
 from app.store.queries import QUERIES
 from app.store.tokens import TOKEN_FORM
@@ -147,8 +151,58 @@ def _limiter(connection: ASGIConnection[Any, Any, Any, Any]) -> RateLimiter | No
     return limiter
 
 
-async def _authenticate(connection: ASGIConnection[Any, Any, Any, Any]) -> Caller:
-    secret = _bearer(connection)
+async def authenticate(
+    connection: ASGIConnection[Any, Any, Any, Any], *, csrf_header: bool = True
+) -> Caller:
+    """The caller of this request: its bearer token, else its dashboard session (401 without
+    either). A session's write needs its CSRF header unless `csrf_header` is False (a
+    dashboard form that carries the CSRF token in its body checks it itself)."""
+    if connection.headers.get("authorization") is None:
+        session_id = sessions.session_id_of(connection)
+        if session_id is not None:
+            return await _session_caller(connection, session_id, csrf_header=csrf_header)
+    return await authenticate_secret(connection, _bearer(connection))
+
+
+async def _session_caller(
+    connection: ASGIConnection[Any, Any, Any, Any], session_id: str, *, csrf_header: bool
+) -> Caller:
+    found = await session_store.find_session(_database(connection), session_id)
+    if found is None:
+        AUTH_FAILURES.labels("session").inc()
+        raise Unauthorized("The dashboard session has ended; sign in again.")
+    method = cast("HTTPScope", connection.scope)["method"]
+    if csrf_header and method not in READ_METHODS:
+        sent = connection.headers.get(sessions.CSRF_HEADER) or ""
+        if not hmac.compare_digest(sent.encode("utf-8"), found.csrf.encode("utf-8")):
+            raise CsrfRejected()
+    admin_token: str | None = connection.app.state.get("admin_token")
+    if found.admin_digest is not None:
+        if not found.is_admin_for(admin_token):
+            raise Unauthorized("The dashboard session has ended; sign in again.")
+        return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
+    if found.revoked or found.expired or found.token_id is None:
+        AUTH_FAILURES.labels("session").inc()
+        raise Unauthorized(
+            "The token has been revoked." if found.revoked else "The token has expired."
+        )
+    assert found.project_id is not None and found.project_name is not None
+    assert found.role is not None
+    return Caller(
+        actor=f"token:{found.token_id}",
+        is_admin=False,
+        role=Role(found.role),
+        token_project_id=found.project_id,
+        project=ProjectRef(found.project_id, found.project_name),
+        token_id=found.token_id,
+        expires_at=found.expires_at,
+    )
+
+
+async def authenticate_secret(
+    connection: ASGIConnection[Any, Any, Any, Any], secret: str
+) -> Caller:
+    """The caller a token's secret stands for (401 when it is not a valid token)."""
     admin_token: str | None = connection.app.state.get("admin_token")
     if admin_token is not None and hmac.compare_digest(
         secret.encode("utf-8"), admin_token.encode("utf-8")
@@ -245,7 +299,8 @@ async def _scope_person(
     return dataclasses.replace(caller, project=ProjectRef(project_id, name), role=role)
 
 
-async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller) -> Caller:
+async def scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller) -> Caller:
+    """The caller with the path's ``{project}`` in scope (404 when it may not see it)."""
     if caller.person is not None and not caller.is_admin:
         return await _scope_person(connection, caller, caller.person)
     name = connection.path_params.get("project")
@@ -264,7 +319,7 @@ async def _scope(connection: ASGIConnection[Any, Any, Any, Any], caller: Caller)
     return dataclasses.replace(caller, project=ProjectRef(project_id, name))
 
 
-def _check_role(
+def check_role(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler, caller: Caller
 ) -> None:
     if handler.opt.get("any_person"):
@@ -293,14 +348,14 @@ async def authorize(
     """The guard: authenticate, scope to the path's project, check the role (see module doc)."""
     if not connection.scope["path"].startswith("/api/") or handler.opt.get("public"):
         return
-    caller = await _authenticate(connection)
+    caller = await authenticate(connection)
     if caller.person is not None and not handler.opt.get("any_person"):
         caller.person.require_some_role()
     limiter = _limiter(connection)
     if limiter is not None:
         limiter.admit(caller, cast("HTTPScope", connection.scope)["method"])
-    caller = await _scope(connection, caller)
-    _check_role(connection, handler, caller)
+    caller = await scope(connection, caller)
+    check_role(connection, handler, caller)
     connection.state[_STATE_KEY] = caller
 
 

@@ -34,7 +34,8 @@ _DESCRIPTIONS = {
     401: "unauthorized: missing, malformed, unknown, expired or revoked token, or an OpenID "
     "Connect access token that does not verify (the detail says why)",
     403: "forbidden: the token's role is too low (`required_role` names the one needed), or "
-    "no role binding matches a signed-in person's groups (`required_role: role-binding`)",
+    "no role binding matches a signed-in person's groups (`required_role: role-binding`); "
+    "csrf-rejected: a dashboard session's write without its X-CSRF-Token header",
     404: "not-found: no such resource visible to this token",
     409: "already-exists, being-deleted, in-use (`referenced_by`), token-limit-reached "
     "(`limit`) or limit-below-allocation (`exceeded`)",

@@ -16,6 +16,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── MalformedJson                           400 malformed-json
     ├── Unauthorized                            401 unauthorized
     ├── Forbidden                               403 forbidden          required_role
+    ├── CsrfRejected                            403 csrf-rejected      (dashboard session)
     ├── NotFound                                404 not-found
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
@@ -216,6 +217,14 @@ class Forbidden(AicpError):
 
     def extensions(self) -> dict[str, Any]:
         return {"required_role": self.required_role}
+
+
+class CsrfRejected(AicpError):
+    """A dashboard session's write must carry its X-CSRF-Token header."""
+
+    slug = "csrf-rejected"
+    status = 403
+    title = "CSRF token missing or wrong"
 
 
 class NotFound(AicpError):
