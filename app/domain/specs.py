@@ -245,3 +245,24 @@ class WorkloadSpec(_Body):
     def pods(self) -> int:
         """How many pods the workload runs at once: its ranks, or its replicas."""
         return self.nodes if self.distributed else self.replicas
+
+
+BindingRole = Literal["platform-admin", "admin", "editor", "viewer"]
+
+
+class RoleBindingCreate(_Body):
+    """Give the members of an identity-provider group a role: `platform-admin` (no project),
+    or `admin`, `editor` or `viewer` of one project."""
+
+    group: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=512,
+            pattern=PRINTABLE_PATTERN,
+            description="a group name as the groups claim carries it",
+            examples=["vision-team"],
+        ),
+    ]
+    role: BindingRole
+    project: ProjectName | None = None
