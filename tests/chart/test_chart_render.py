@@ -158,6 +158,16 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_LOG_FOLLOWS_PER_TOKEN": "4",
         "AICP_LOG_FOLLOWS_PER_PROJECT": "8",
         "AICP_STREAMS_PER_PROJECT": "500",
+        # Single sign-on is off by default: an empty issuer and audience.
+        "AICP_OIDC_ISSUER": "",
+        "AICP_OIDC_AUDIENCE": "",
+        "AICP_OIDC_USERNAME_CLAIM": "preferred_username",
+        "AICP_OIDC_GROUPS_CLAIM": "groups",
+        "AICP_OIDC_ALGORITHMS": "RS256,PS256,ES256",
+        "AICP_OIDC_LEEWAY_SECONDS": "30",
+        "AICP_OIDC_KEYS_REFRESH_SECONDS": "30",
+        "AICP_OIDC_ADMIN_GROUPS": "",
+        "AICP_OIDC_CLI_CLIENT_ID": "aicp-cli",
     }
     assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
 

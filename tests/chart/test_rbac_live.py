@@ -3,8 +3,8 @@
 A full replica (`running_service`: API, reconcile engine, informers, steps, as `python -m app
 serve` wires them) runs against kubesim with its controllers. The test drives the golden path
 through aicp's HTTP API only, so every request kubesim counts is aicp's own: binding →
-project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs →
-deletion of the workload, the pool and the project, each until it answers 404.
+project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs → a
+two-node workload (its headless Service) → deletion of the workload, the pool and the project, each until it answers 404.
 
 `AICP_RECORD_KUBE_CALLS=1` also writes what was observed to `observed_kube_calls.json`.
 """
@@ -29,6 +29,7 @@ from tests.support.waiting import wait_until
 PROJECT = "research"
 POOL = "h100-pool"
 WORKLOAD = f"/api/v1/projects/{PROJECT}/workloads/train"
+DDP_WORKLOAD = f"/api/v1/projects/{PROJECT}/workloads/ddp"
 POOL_PATH = f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}"
 
 
@@ -73,7 +74,12 @@ async def golden_path(client: httpx.AsyncClient) -> None:
     await wait_for(client, WORKLOAD, in_state("SUCCEEDED"), "SUCCEEDED")
     logs = await client.get(f"{WORKLOAD}/logs", params={"tail": 10})
     assert logs.status_code == 200, logs.text
-    for path in (WORKLOAD, POOL_PATH, f"/api/v1/projects/{PROJECT}"):
+    # A two-node workload: its Indexed Job's headless Service is aicp's too.
+    ddp = {**workload, "name": "ddp", "nodes": 2, "accelerators": 4}
+    response = await client.post(f"/api/v1/projects/{PROJECT}/workloads", json=ddp)
+    assert response.status_code == 202, response.text
+    await wait_for(client, DDP_WORKLOAD, in_state("SUCCEEDED"), "SUCCEEDED")
+    for path in (WORKLOAD, DDP_WORKLOAD, POOL_PATH, f"/api/v1/projects/{PROJECT}"):
         response = await client.delete(path)
         assert response.status_code == 202, response.text
         await wait_for(client, path, lambda r: r.status_code == 404, "deleted")
