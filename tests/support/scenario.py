@@ -67,6 +67,7 @@ API_EXAMPLE: dict[str, Any] = {
     "retries": 0,
     "priority": "normal",
     "labels": {"team": "nlp"},
+    "nodes": 1,
 }
 
 

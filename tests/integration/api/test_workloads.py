@@ -34,6 +34,7 @@ async def test_submitting_a_workload_answers_202_pending_with_defaults_filled(
         "cpu": "1",
         "memory": "1Gi",
         "replicas": 1,
+        "nodes": 1,
         "max_runtime_seconds": 86400,
         "start_deadline_seconds": 3600,
         "retries": 0,
