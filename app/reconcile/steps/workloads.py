@@ -70,6 +70,7 @@ from app.reconcile.steps.evidence import (
     spec_of,
     summary,
 )
+from app.reconcile.steps.planning import REFRESH_SECONDS, Planner
 from app.reconcile.workers import Result
 from app.store import reconciling
 
@@ -117,6 +118,7 @@ class WorkloadStep:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        self.planner = Planner(ctx.db)
         # Workload id → when its Job was first seen finished with facts still missing.
         self._finishing: dict[uuid.UUID, float] = {}
 
@@ -322,6 +324,9 @@ class WorkloadStep:
             return Result.requeue(SETTLE_RECHECK_SECONDS)
         if state == WorkloadState.FAILED and not _settled(row):
             classification = drift.failed_with_namespace(ctx, row, classification)
+        estimate = None
+        if state == WorkloadState.QUEUED and row.observed_generation == row.generation:
+            facts, estimate = await self.planner.queued_facts(row, facts)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
@@ -355,6 +360,10 @@ class WorkloadStep:
             if not written.written:
                 return Result.done()  # the row moved on; the change that moved it queues us
             _observe_latency(crossed, written.age_seconds, before)
+            if estimate is not None:
+                await self.planner.record(row, estimate)
+            if any(kind == EventType.ADMITTED for kind, _ in crossed):
+                await self.planner.score(row, classification.evidence)
             if state.value != row.state:
                 log.info(
                     "workload %s/%s: %s -> %s: %s",
@@ -402,8 +411,11 @@ class WorkloadStep:
 
 
 def _next_look(classification: Classification) -> float:
-    """Seconds until the step should look again without an event: at the start deadline of
-    an admitted workload (if it comes before the resync), else at the resync."""
+    """Seconds until the step should look again without an event: soon for a queued one, at
+    the start deadline of an admitted workload (if it comes before the resync), else at the
+    resync."""
+    if classification.state == WorkloadState.QUEUED:
+        return REFRESH_SECONDS  # its standing follows the queue (app.reconcile.steps.planning)
     deadline = classification.start_deadline
     if deadline is None:
         return RESYNC_SECONDS
