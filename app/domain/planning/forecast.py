@@ -19,6 +19,7 @@ Without enough history there is no band, and the forecast says so. Times are nev
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,6 +44,12 @@ DASH = "\u2013"
 MIN_HISTORY = 3
 #: Replays per forecast: enough for stable p10/p90 (each replay is a few hundred steps).
 SAMPLES = 200
+#: Each drawn duration is spread by a lognormal factor of this sigma (a kernel over the few
+#: durations history holds: a handful of past runs under-states how much the next may vary).
+KERNEL_SIGMA = 0.25
+#: Kueue admits a little after quota frees (its next pass; the watch that tells it), and the
+#: admission time it writes is in whole seconds: each admission is drawn this much later.
+ADMISSION_LAG_SECONDS = (-1.0, 2.0)
 #: A replay stops this far ahead; admissions later than that count as "not within a month".
 HORIZON_SECONDS = 30 * 86400.0
 
@@ -143,7 +150,10 @@ def _draw(
         return None
     longer = [s for s in durations.seconds if s > elapsed]
     # One that already ran longer than every one before it ends somewhere up to its bound.
-    total = rng.choice(longer) if longer else elapsed + rng.random() * max(bound - elapsed, 0.0)
+    if longer:
+        total = max(rng.choice(longer) * math.exp(rng.gauss(0.0, KERNEL_SIGMA)), elapsed)
+    else:
+        total = elapsed + rng.random() * max(bound - elapsed, 0.0)
     return max(min(total, bound) - elapsed, 0.0)
 
 
@@ -177,6 +187,8 @@ class _Replay:
     starts: dict[uuid.UUID, float]
     preempted: dict[uuid.UUID, list[str]]
     unknown: bool = False
+    #: Whether admissions are drawn late (`ADMISSION_LAG_SECONDS`); not in a dry run's pass.
+    lag: bool = True
 
     def free(self) -> Demand:
         used = NO_DEMAND
@@ -194,6 +206,9 @@ class _Replay:
             seconds = HORIZON_SECONDS * 2  # no basis: it never ends within the replay
         self.holders.append(_Holder(entry, at + seconds))
 
+    def _lagged(self, at: float) -> float:
+        return max(at + self.rng.uniform(*ADMISSION_LAG_SECONDS), 0.0) if self.lag else at
+
     def admit(self, at: float) -> None:
         """Kueue's pass over the waiting workloads at `at`."""
         progressed = True
@@ -203,8 +218,9 @@ class _Replay:
                 free = self.free()
                 if entry.demand.fits(free):
                     self.waiting.remove(entry)
-                    self.starts.setdefault(entry.id, at)
-                    self._hold(entry, at)
+                    start = self._lagged(at)
+                    self.starts.setdefault(entry.id, start)
+                    self._hold(entry, start)
                     continue
                 victims = _victims(self.holders, entry, free)
                 if victims is None:
@@ -216,8 +232,9 @@ class _Replay:
                 self.waiting.remove(entry)
                 if at == 0.0:
                     self.preempted[entry.id] = [v.entry.name for v in victims]
-                self.starts.setdefault(entry.id, at)
-                self._hold(entry, at)
+                start = self._lagged(at)
+                self.starts.setdefault(entry.id, start)
+                self._hold(entry, start)
                 progressed = True
                 break
 

@@ -141,6 +141,7 @@ def what_if(
             used = used + entry.demand
     numbers = _numbers(quota, used, candidate.demand)
     first = start_replay(everyone, quota, history, now, seed)
+    first.lag = False
     first.admit(0.0)
     if candidate.id in first.starts:
         victims = first.preempted.get(candidate.id, [])
