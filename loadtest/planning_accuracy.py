@@ -143,6 +143,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         found = await client.get(f"{bench.pools}/{POOL}/forecast-accuracy")
         found.raise_for_status()
         accuracy: dict[str, Any] = found.json()
+        accuracy.update(await _misses(stack.database_url))
     return {
         "seed": args.seed,
         "workloads": len(items),
