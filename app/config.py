@@ -40,7 +40,7 @@ from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 from app.domain.specs import DEFAULT_START_DEADLINE_SECONDS, MAX_START_DEADLINE_SECONDS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
 T = TypeVar("T")
 
@@ -128,6 +128,15 @@ class _Reader:
             self.invalid.add(name)
             return default
 
+    def fields(
+        self, cls: type[Settings], variables: Iterable[tuple[str, str, Callable[[str], Any], str]]
+    ) -> dict[str, Any]:
+        """Each `(field, variable, parse, expected)` read, its default the field's in `cls`."""
+        return {
+            field: self.read(name, getattr(cls, field), parse, expected)
+            for field, name, parse, expected in variables
+        }
+
     def require(self, name: str, value: object, expected: str) -> None:
         if value is None and name not in self.invalid:
             self.problems.append(f"{name} is not set: expected {expected}")
@@ -140,15 +149,15 @@ class Settings:
     database_url: str | None
     kubeconfig: str | None
     instance_id: str
-    http_host: str
-    http_port: int
+    http_host: str  # its default depends on dev mode (from_env)
     admin_token: str | None
-    lease_ttl_seconds: float
-    sweep_interval_seconds: float
-    workers: int
-    db_pool_size: int
-    log_format: LogFormat
+    log_format: LogFormat  # its default depends on dev mode (from_env)
     dev_mode: bool = False
+    http_port: int = 8080
+    lease_ttl_seconds: float = 15.0
+    sweep_interval_seconds: float = 1.0
+    workers: int = 16
+    db_pool_size: int = 10
     # The reconcile workers' own connections, apart from the API's `db_pool_size`
     # (app.store.db.Database; docs/RELIABILITY.md "Tenants and clients").
     db_reconcile_pool_size: int = 8
@@ -200,34 +209,7 @@ class Settings:
             kubeconfig=reader.env.get("KUBECONFIG") or None,
             instance_id=read("AICP_INSTANCE_ID", default_instance_id(), str, "a name"),
             http_host=read("AICP_HTTP_HOST", "127.0.0.1" if dev_mode else "0.0.0.0", str, "a host"),
-            http_port=read(
-                "AICP_HTTP_PORT",
-                8080,
-                _int_between(0, 65535),
-                "an integer port between 0 and 65535",
-            ),
             admin_token=read("AICP_ADMIN_TOKEN", None, _admin_token, token_rule, secret=True),
-            lease_ttl_seconds=read(
-                "AICP_LEASE_TTL_SECONDS", 15.0, _positive_seconds, "a positive number of seconds"
-            ),
-            sweep_interval_seconds=read(
-                "AICP_SWEEP_INTERVAL_SECONDS",
-                1.0,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            workers=read(
-                "AICP_WORKERS", 16, _int_between(1, 1024), "an integer between 1 and 1024"
-            ),
-            db_pool_size=read(
-                "AICP_DB_POOL_SIZE", 10, _int_between(1, 1000), "an integer between 1 and 1000"
-            ),
-            db_reconcile_pool_size=read(
-                "AICP_DB_RECONCILE_POOL_SIZE",
-                cls.db_reconcile_pool_size,
-                _int_between(1, 1000),
-                "an integer between 1 and 1000",
-            ),
             log_format=read(
                 "AICP_LOG_FORMAT",
                 "console" if dev_mode else "json",
@@ -235,124 +217,7 @@ class Settings:
                 "'json' or 'console'",
             ),
             dev_mode=dev_mode,
-            kube_write_qps=read(
-                "AICP_KUBE_WRITE_QPS",
-                cls.kube_write_qps,
-                _positive_rate,
-                "a positive number of Kubernetes writes per second",
-            ),
-            kube_write_burst=read(
-                "AICP_KUBE_WRITE_BURST",
-                cls.kube_write_burst,
-                _int_between(1, 100_000),
-                "an integer between 1 and 100000",
-            ),
-            recovery_timeout_seconds=read(
-                "AICP_RECOVERY_TIMEOUT_SECONDS",
-                cls.recovery_timeout_seconds,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            event_retention_days=read(
-                "AICP_EVENT_RETENTION_DAYS",
-                cls.event_retention_days,
-                _int_between(0, 36500),
-                "a number of days between 0 (keep forever) and 36500",
-            ),
-            tombstone_retention_days=read(
-                "AICP_TOMBSTONE_RETENTION_DAYS",
-                cls.tombstone_retention_days,
-                _int_between(0, 36500),
-                "a number of days between 0 (keep forever) and 36500",
-            ),
-            token_cache_size=read(
-                "AICP_TOKEN_CACHE_SIZE",
-                cls.token_cache_size,
-                _int_between(0, 10_000_000),
-                "a number of project tokens between 0 (no cache) and 10000000",
-            ),
-            stream_heartbeat_seconds=read(
-                "AICP_STREAM_HEARTBEAT_SECONDS",
-                cls.stream_heartbeat_seconds,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            streams_max=read(
-                "AICP_STREAMS_MAX", cls.streams_max, _int_between(1, 1_000_000), "an integer from 1"
-            ),
-            streams_per_token=read(
-                "AICP_STREAMS_PER_TOKEN",
-                cls.streams_per_token,
-                _int_between(1, 1_000_000),
-                "an integer from 1",
-            ),
-            stream_buffer_bytes=read(
-                "AICP_STREAM_BUFFER_BYTES",
-                cls.stream_buffer_bytes,
-                _int_between(4096, 1 << 30),
-                "a number of bytes between 4096 and 1073741824",
-            ),
-            stream_history_seconds=read(
-                "AICP_STREAM_HISTORY_SECONDS",
-                cls.stream_history_seconds,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            tokens_per_project=read(
-                "AICP_TOKENS_PER_PROJECT",
-                cls.tokens_per_project,
-                _int_between(1, 1_000_000),
-                "an integer between 1 and 1000000",
-            ),
-            http_max_head_bytes=read(
-                "AICP_HTTP_MAX_HEAD_BYTES",
-                cls.http_max_head_bytes,
-                _int_between(1024, 1 << 24),
-                "a number of bytes between 1024 and 16777216",
-            ),
-            http_max_request_line_bytes=read(
-                "AICP_HTTP_MAX_REQUEST_LINE_BYTES",
-                cls.http_max_request_line_bytes,
-                _int_between(256, 1 << 24),
-                "a number of bytes between 256 and 16777216",
-            ),
-            http_max_headers=read(
-                "AICP_HTTP_MAX_HEADERS",
-                cls.http_max_headers,
-                _int_between(8, 10_000),
-                "an integer between 8 and 10000",
-            ),
-            http_head_timeout_seconds=read(
-                "AICP_HTTP_HEAD_TIMEOUT_SECONDS",
-                cls.http_head_timeout_seconds,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            http_body_timeout_seconds=read(
-                "AICP_HTTP_BODY_TIMEOUT_SECONDS",
-                cls.http_body_timeout_seconds,
-                _positive_seconds,
-                "a positive number of seconds",
-            ),
-            http_max_connections=read(
-                "AICP_HTTP_MAX_CONNECTIONS",
-                cls.http_max_connections,
-                _int_between(1, 1_000_000),
-                "an integer from 1",
-            ),
-            **_fairness(reader, cls),
-            install_namespace=read(
-                "AICP_NAMESPACE",
-                cls.install_namespace,
-                _namespace,
-                "a namespace name (a DNS-1123 label of at most 63 characters)",
-            ),
-            workload_start_deadline_seconds=read(
-                "AICP_WORKLOAD_START_DEADLINE_SECONDS",
-                cls.workload_start_deadline_seconds,
-                _int_between(1, MAX_START_DEADLINE_SECONDS),
-                f"a number of seconds between 1 and {MAX_START_DEADLINE_SECONDS}",
-            ),
+            **reader.fields(cls, _VARIABLES),
         )
         if not dev_mode:
             reader.require("DATABASE_URL", settings.database_url, "a postgresql:// URL")
@@ -366,44 +231,129 @@ class Settings:
         return settings
 
 
-def _fairness(reader: _Reader, cls: type[Settings]) -> dict[str, Any]:
-    """The limits that keep one tenant or client from crowding out the others (defaults: the
-    field defaults of `Settings`)."""
-    read = reader.read
-    per_second = "a number of requests per second, 0 for no limit"
-    rates = {
-        field: read(name, getattr(cls, field), _rate_or_off, per_second)
-        for field, name in (
-            ("rate_reads_per_token", "AICP_RATE_READS_PER_TOKEN"),
-            ("rate_writes_per_token", "AICP_RATE_WRITES_PER_TOKEN"),
-            ("rate_reads_per_project", "AICP_RATE_READS_PER_PROJECT"),
-            ("rate_writes_per_project", "AICP_RATE_WRITES_PER_PROJECT"),
-            ("rate_auth_failures_per_client", "AICP_RATE_AUTH_FAILURES_PER_CLIENT"),
-        )
-    }
-    counts = {
-        field: read(name, getattr(cls, field), _int_between(1, 1_000_000), "an integer from 1")
-        for field, name in (
-            ("streams_per_project", "AICP_STREAMS_PER_PROJECT"),
-            ("log_follows_max", "AICP_LOG_FOLLOWS_MAX"),
-            ("log_follows_per_token", "AICP_LOG_FOLLOWS_PER_TOKEN"),
-            ("log_follows_per_project", "AICP_LOG_FOLLOWS_PER_PROJECT"),
-        )
-    }
-    burst = read(
-        "AICP_RATE_BURST_SECONDS",
-        cls.rate_burst_seconds,
-        _positive_seconds,
-        "a positive number of seconds",
-    )
-    return {**rates, **counts, "rate_burst_seconds": burst}
-
-
 def _rate_or_off(raw: str) -> float:
     value = float(raw)
     if not 0 <= value < float("inf"):  # also rejects NaN
         raise ValueError(raw)
     return value
+
+
+_SECONDS = "a positive number of seconds"
+_FROM_ONE = "an integer from 1"
+_DAYS = "a number of days between 0 (keep forever) and 36500"
+_PER_SECOND = "a number of requests per second, 0 for no limit"
+
+#: Every setting whose default is its `Settings` field's: the field, its variable, the parser
+#: and what a value must be, in the order a bad value's problem is reported.
+_VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
+    # The process and the reconcile engine
+    ("http_port", "AICP_HTTP_PORT", _int_between(0, 65535), "an integer port between 0 and 65535"),
+    ("lease_ttl_seconds", "AICP_LEASE_TTL_SECONDS", _positive_seconds, _SECONDS),
+    ("sweep_interval_seconds", "AICP_SWEEP_INTERVAL_SECONDS", _positive_seconds, _SECONDS),
+    ("workers", "AICP_WORKERS", _int_between(1, 1024), "an integer between 1 and 1024"),
+    ("db_pool_size", "AICP_DB_POOL_SIZE", _int_between(1, 1000), "an integer between 1 and 1000"),
+    (
+        "db_reconcile_pool_size",
+        "AICP_DB_RECONCILE_POOL_SIZE",
+        _int_between(1, 1000),
+        "an integer between 1 and 1000",
+    ),
+    (
+        "kube_write_qps",
+        "AICP_KUBE_WRITE_QPS",
+        _positive_rate,
+        "a positive number of Kubernetes writes per second",
+    ),
+    (
+        "kube_write_burst",
+        "AICP_KUBE_WRITE_BURST",
+        _int_between(1, 100_000),
+        "an integer between 1 and 100000",
+    ),
+    ("recovery_timeout_seconds", "AICP_RECOVERY_TIMEOUT_SECONDS", _positive_seconds, _SECONDS),
+    # Retention and the token cache
+    ("event_retention_days", "AICP_EVENT_RETENTION_DAYS", _int_between(0, 36500), _DAYS),
+    ("tombstone_retention_days", "AICP_TOMBSTONE_RETENTION_DAYS", _int_between(0, 36500), _DAYS),
+    (
+        "token_cache_size",
+        "AICP_TOKEN_CACHE_SIZE",
+        _int_between(0, 10_000_000),
+        "a number of project tokens between 0 (no cache) and 10000000",
+    ),
+    # Live streams
+    ("stream_heartbeat_seconds", "AICP_STREAM_HEARTBEAT_SECONDS", _positive_seconds, _SECONDS),
+    ("streams_max", "AICP_STREAMS_MAX", _int_between(1, 1_000_000), _FROM_ONE),
+    ("streams_per_token", "AICP_STREAMS_PER_TOKEN", _int_between(1, 1_000_000), _FROM_ONE),
+    (
+        "stream_buffer_bytes",
+        "AICP_STREAM_BUFFER_BYTES",
+        _int_between(4096, 1 << 30),
+        "a number of bytes between 4096 and 1073741824",
+    ),
+    ("stream_history_seconds", "AICP_STREAM_HISTORY_SECONDS", _positive_seconds, _SECONDS),
+    (
+        "tokens_per_project",
+        "AICP_TOKENS_PER_PROJECT",
+        _int_between(1, 1_000_000),
+        "an integer between 1 and 1000000",
+    ),
+    # What one HTTP client may cost
+    (
+        "http_max_head_bytes",
+        "AICP_HTTP_MAX_HEAD_BYTES",
+        _int_between(1024, 1 << 24),
+        "a number of bytes between 1024 and 16777216",
+    ),
+    (
+        "http_max_request_line_bytes",
+        "AICP_HTTP_MAX_REQUEST_LINE_BYTES",
+        _int_between(256, 1 << 24),
+        "a number of bytes between 256 and 16777216",
+    ),
+    (
+        "http_max_headers",
+        "AICP_HTTP_MAX_HEADERS",
+        _int_between(8, 10_000),
+        "an integer between 8 and 10000",
+    ),
+    ("http_head_timeout_seconds", "AICP_HTTP_HEAD_TIMEOUT_SECONDS", _positive_seconds, _SECONDS),
+    ("http_body_timeout_seconds", "AICP_HTTP_BODY_TIMEOUT_SECONDS", _positive_seconds, _SECONDS),
+    ("http_max_connections", "AICP_HTTP_MAX_CONNECTIONS", _int_between(1, 1_000_000), _FROM_ONE),
+    # The limits that keep one tenant or client from crowding out the others
+    ("rate_reads_per_token", "AICP_RATE_READS_PER_TOKEN", _rate_or_off, _PER_SECOND),
+    ("rate_writes_per_token", "AICP_RATE_WRITES_PER_TOKEN", _rate_or_off, _PER_SECOND),
+    ("rate_reads_per_project", "AICP_RATE_READS_PER_PROJECT", _rate_or_off, _PER_SECOND),
+    ("rate_writes_per_project", "AICP_RATE_WRITES_PER_PROJECT", _rate_or_off, _PER_SECOND),
+    (
+        "rate_auth_failures_per_client",
+        "AICP_RATE_AUTH_FAILURES_PER_CLIENT",
+        _rate_or_off,
+        _PER_SECOND,
+    ),
+    ("streams_per_project", "AICP_STREAMS_PER_PROJECT", _int_between(1, 1_000_000), _FROM_ONE),
+    ("log_follows_max", "AICP_LOG_FOLLOWS_MAX", _int_between(1, 1_000_000), _FROM_ONE),
+    ("log_follows_per_token", "AICP_LOG_FOLLOWS_PER_TOKEN", _int_between(1, 1_000_000), _FROM_ONE),
+    (
+        "log_follows_per_project",
+        "AICP_LOG_FOLLOWS_PER_PROJECT",
+        _int_between(1, 1_000_000),
+        _FROM_ONE,
+    ),
+    ("rate_burst_seconds", "AICP_RATE_BURST_SECONDS", _positive_seconds, _SECONDS),
+    # Namespaces and workloads
+    (
+        "install_namespace",
+        "AICP_NAMESPACE",
+        _namespace,
+        "a namespace name (a DNS-1123 label of at most 63 characters)",
+    ),
+    (
+        "workload_start_deadline_seconds",
+        "AICP_WORKLOAD_START_DEADLINE_SECONDS",
+        _int_between(1, MAX_START_DEADLINE_SECONDS),
+        f"a number of seconds between 1 and {MAX_START_DEADLINE_SECONDS}",
+    ),
+)
 
 
 def default_instance_id() -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import statistics
 import sys
 import time
 import uuid
@@ -40,22 +39,10 @@ from app.store.db import Database
 from app.store.listener import Listener
 from app.store.migrations import migrate
 from loadtest.databases import with_database
+from loadtest.latency import report
 
 if TYPE_CHECKING:
     from app.reconcile.fencing import Fence
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def report(title: str, values_ms: list[float]) -> None:
-    print(
-        f"{title:<34} n={len(values_ms)}  p50={percentile(values_ms, 50):6.2f} ms  "
-        f"p90={percentile(values_ms, 90):6.2f}  p99={percentile(values_ms, 99):6.2f}  "
-        f"max={max(values_ms):6.2f}  mean={statistics.fmean(values_ms):6.2f}"
-    )
 
 
 class Starts:
@@ -125,7 +112,7 @@ async def latency(db: Database, starts: Starts, submissions: int, concurrency: i
         submissions // concurrency + (i < submissions % concurrency) for i in range(concurrency)
     ]
     await asyncio.gather(*(writer(n) for n in share))
-    report(f"commit -> step start (c={concurrency})", samples)
+    report(f"commit -> step start (c={concurrency})", samples, number="6.2f")
 
 
 async def burst(db: Database, engine: Reconciler, starts: Starts, count: int, ring: bool) -> None:
@@ -161,7 +148,7 @@ async def idle_costs(engine: Reconciler) -> None:
             started = time.perf_counter()
             await probe()
             samples.append((time.perf_counter() - started) * 1000)
-        report(f"{title} ({len(engine.book)} leases held)", samples)
+        report(f"{title} ({len(engine.book)} leases held)", samples, number="6.2f")
 
 
 async def main(args: argparse.Namespace) -> None:

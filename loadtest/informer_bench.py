@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ from app.kube.apply import apply
 from app.kube.client import KubeClient, KubeSettings
 from app.kube.resources import JOBS
 from app.kube.watching import Informer
+from loadtest.latency import report
 
 NAMESPACE = "aicp-bench"
 
@@ -65,19 +65,6 @@ def start_kubesim(kubeconfig: Path) -> subprocess.Popen[str]:
             process.kill()
             raise SystemExit("kubesim did not start")
     return process
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def report(title: str, values_ms: list[float]) -> None:
-    print(
-        f"{title:<28} n={len(values_ms)}  p50={percentile(values_ms, 50):7.2f}  "
-        f"p90={percentile(values_ms, 90):7.2f}  p99={percentile(values_ms, 99):7.2f}  "
-        f"max={max(values_ms):7.2f}  mean={statistics.fmean(values_ms):7.2f}"
-    )
 
 
 async def run(writes: int, concurrency: int, kubeconfig: Path) -> None:
@@ -146,8 +133,8 @@ async def run(writes: int, concurrency: int, kubeconfig: Path) -> None:
         "(apply + watch event + handler)"
     )
     print(f"first list of {cached} Jobs into a fresh informer: {list_ms:.0f} ms (pages of 500)")
-    report("write sent -> handler (ms)", from_send)
-    report("response -> handler (ms)", from_response)
+    report("write sent -> handler (ms)", from_send, width=28)
+    report("response -> handler (ms)", from_response, width=28)
 
 
 def main() -> None:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -43,22 +42,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario
+from loadtest.latency import report
 
 MANAGED = "app.kubernetes.io/managed-by=aicp"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def report(title: str, values_ms: list[float]) -> None:
-    print(
-        f"{title:<34} n={len(values_ms)}  p50={percentile(values_ms, 50):7.1f}  "
-        f"p90={percentile(values_ms, 90):7.1f}  p99={percentile(values_ms, 99):7.1f}  "
-        f"max={max(values_ms):7.1f}  mean={statistics.fmean(values_ms):7.1f}",
-        flush=True,
-    )
 
 
 class Seen:
@@ -125,7 +111,7 @@ async def job_creation(
             samples.append((created - returned) * 1000)
 
     await asyncio.gather(*(caller() for _ in range(concurrency)))
-    report(f"POST 202 -> Job ADDED (c={concurrency})", samples)
+    report(f"POST 202 -> Job ADDED (c={concurrency})", samples, number="7.1f")
 
 
 async def job_creation_at_rate(
@@ -202,9 +188,9 @@ async def job_creation_at_rate(
     )
     if samples:
         print(f"accepted: {len(post_ms)} submissions at {len(post_ms) / ended:.1f}/s overall")
-    report(f"POST sent -> 202 ({rate:g}/s)", post_ms)
+    report(f"POST sent -> 202 ({rate:g}/s)", post_ms, number="7.1f")
     if samples:
-        report(f"POST 202 -> Job ADDED ({rate:g}/s)", samples)
+        report(f"POST 202 -> Job ADDED ({rate:g}/s)", samples, number="7.1f")
     for status, count in sorted(refused.items()):
         print(f"{count} of {total} submissions answered {status} (not accepted, not retried)")
     if missing:
@@ -246,8 +232,8 @@ async def status_propagation(
         if "RUNNING" in shown:  # a very short run may go from ADMITTED straight to SUCCEEDED
             running.append((shown["RUNNING"] - pod_running) * 1000)
         finished.append((shown["SUCCEEDED"] - pod_succeeded) * 1000)
-    report("pod Running -> API RUNNING", running)
-    report("pod Succeeded -> API SUCCEEDED", finished)
+    report("pod Running -> API RUNNING", running, number="7.1f")
+    report("pod Succeeded -> API SUCCEEDED", finished, number="7.1f")
     if refused:
         print(f"the status poller got {refused} answers 503 (retried)")
 

@@ -101,6 +101,29 @@ def _resource_routes() -> list[Any]:
     ]
 
 
+def _openapi_config() -> OpenAPIConfig:
+    """The OpenAPI document's title, description, security scheme and renderers (`/schema`)."""
+    return OpenAPIConfig(
+        title="aicp",
+        version="1.0.0",
+        description="AI compute control plane: projects, accelerator bindings, compute "
+        "pools and GPU batch workloads on Kubernetes with Kueue. Errors are RFC 9457 "
+        "problems (`application/problem+json`).",
+        path="/schema",
+        operation_id_creator=short_operation_id,
+        render_plugins=[JsonRenderPlugin(), swagger_plugin()],
+        components=Components(
+            security_schemes={
+                "bearer": SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    description="The platform admin token or a project token (`aicp_...`).",
+                )
+            }
+        ),
+    )
+
+
 def create_app(deps: ApiDependencies) -> Litestar:
     """The Litestar application (without the outer observability layer; see ``asgi_app``)."""
 
@@ -120,25 +143,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         },
         exception_handlers={Exception: problem_response},
         request_max_body_size=MAX_BODY_BYTES,
-        openapi_config=OpenAPIConfig(
-            title="aicp",
-            version="1.0.0",
-            description="AI compute control plane: projects, accelerator bindings, compute "
-            "pools and GPU batch workloads on Kubernetes with Kueue. Errors are RFC 9457 "
-            "problems (`application/problem+json`).",
-            path="/schema",
-            operation_id_creator=short_operation_id,
-            render_plugins=[JsonRenderPlugin(), swagger_plugin()],
-            components=Components(
-                security_schemes={
-                    "bearer": SecurityScheme(
-                        type="http",
-                        scheme="bearer",
-                        description="The platform admin token or a project token (`aicp_...`).",
-                    )
-                }
-            ),
-        ),
+        openapi_config=_openapi_config(),
         debug=False,
         # Logging is configured once by the process entry point (app.observability.logs).
         logging_config=None,

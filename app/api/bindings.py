@@ -75,8 +75,8 @@ async def put_binding(
     raise_violations(check_binding(data))
     await refuse_foreign(request, RESOURCE_FLAVORS, None, data.flavor, {})
     async with transaction(db, dry_run=dry_run) as conn:
-        before = await stored(bindings.get_binding(conn, accelerator_class)) if dry_run else None
-        binding, created = await bindings.put_binding(
+        before = await stored(bindings.get(conn, accelerator_class)) if dry_run else None
+        binding, created = await bindings.put(
             conn, accelerator_class=accelerator_class, spec=data, actor=caller.actor
         )
     status = 201 if created else 200
@@ -97,7 +97,7 @@ async def list_bindings(
 ) -> BindingList:
     page = paging.list("accelerator-bindings")
     async with db.connection() as conn:
-        items, position = await bindings.list_bindings(conn, after=page.after(cursor), limit=limit)
+        items, position = await bindings.page(conn, after=page.after(cursor), limit=limit)
     return BindingList(items=items, next_cursor=page.next(position))
 
 
@@ -110,7 +110,7 @@ async def list_bindings(
 )
 async def get_binding(accelerator_class: ClassPath, db: DbDep) -> Binding:
     async with db.connection() as conn:
-        return await bindings.get_binding(conn, accelerator_class)
+        return await bindings.get(conn, accelerator_class)
 
 
 @delete(
@@ -124,7 +124,7 @@ async def get_binding(accelerator_class: ClassPath, db: DbDep) -> Binding:
 )
 async def delete_binding(accelerator_class: ClassPath, caller: CallerDep, db: DbDep) -> None:
     async with db.transaction() as conn:
-        await bindings.delete_binding(conn, accelerator_class=accelerator_class, actor=caller.actor)
+        await bindings.delete(conn, accelerator_class=accelerator_class, actor=caller.actor)
 
 
 ROUTES = [put_binding, list_bindings, get_binding, delete_binding]

@@ -82,7 +82,7 @@ async def create_project(
         raise ValidationFailed([FieldError(field, message) for field, message in violations])
 
     async def create(conn: Connection) -> Created:
-        project = await projects.create_project(
+        project = await projects.create(
             conn,
             name=data.name,
             display_name=data.display_name,
@@ -119,7 +119,7 @@ async def list_projects(
     only_id = None if caller.is_admin else caller.token_project_id
     page = paging.list("projects", only_id)
     async with db.connection() as conn:
-        items, position = await projects.list_projects(
+        items, position = await projects.page(
             conn, only_id=only_id, after=page.after(cursor), limit=limit
         )
     return ProjectList(items=items, next_cursor=page.next(position))
@@ -134,7 +134,7 @@ async def list_projects(
 )
 async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     async with db.connection() as conn:
-        project = await projects.get_project(conn, caller.require_project().name)
+        project = await projects.get(conn, caller.require_project().name)
     return Response(project, headers={"ETag": etag(project.generation)})
 
 
@@ -167,7 +167,7 @@ async def patch_project(
     ref = caller.require_project()
     expected = expected_generation(request)
     async with transaction(db, dry_run=dry_run) as conn:
-        before = await projects.get_project(conn, ref.name) if dry_run else None
+        before = await projects.get(conn, ref.name) if dry_run else None
         project = await projects.set_limits(
             conn,
             project_id=ref.id,
@@ -198,7 +198,7 @@ async def delete_project(
     ref = caller.require_project()
     expected = expected_generation(request)
     async with db.transaction() as conn:
-        return await projects.request_project_deletion(
+        return await projects.request_deletion(
             conn,
             project_id=ref.id,
             name=ref.name,

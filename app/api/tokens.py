@@ -107,7 +107,7 @@ async def create_token(
     max_live: int = request.app.state[TOKENS_PER_PROJECT_KEY]
 
     async def create(conn: Connection) -> Created:
-        created = await tokens.create_token(
+        created = await tokens.create(
             conn,
             project_id=project.id,
             name=data.name,
@@ -145,7 +145,7 @@ async def list_tokens(
     project_id = caller.require_project().id
     page = paging.list("tokens", project_id)
     async with db.connection() as conn:
-        items, position = await tokens.list_tokens(
+        items, position = await tokens.page(
             conn, project_id=project_id, after=page.after(cursor), limit=limit
         )
     return TokenList(items=items, next_cursor=page.next(position))
@@ -170,7 +170,7 @@ async def revoke_token(
     except ValueError as exc:
         raise NotFound("No such token in this project.") from exc
     async with db.transaction() as conn:
-        await tokens.revoke_token(
+        await tokens.revoke(
             conn, project_id=caller.require_project().id, token_id=parsed, actor=caller.actor
         )
     # Committed: this replica forgets its cached tokens before answering, so the next request

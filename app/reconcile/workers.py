@@ -185,23 +185,7 @@ class Workers:
             raise
         except Exception as exc:
             error = type(exc).__name__
-            attempt = self._queue.failures(key) + 1
-            since = self._failing_since.setdefault(key, time.monotonic())
-            failing_for = time.monotonic() - since
-            if not is_transient(exc):
-                log.exception("reconcile of %s failed (attempt %d)", key, attempt)
-            elif failing_for < ESCALATE_AFTER_SECONDS or key in self._escalated:
-                log.warning("reconcile of %s failed (attempt %d), retrying: %s", key, attempt, exc)
-            else:
-                self._escalated.add(key)
-                log.error(
-                    "reconcile of %s still failing after %d attempts in %.0fs; retrying at the "
-                    "capped backoff",
-                    key,
-                    attempt,
-                    failing_for,
-                    exc_info=exc,
-                )
+            self._log_failure(key, exc)
             self._queue.done(key, failed=True)
         else:
             outcome = "requeue" if result.requeue_after is not None else "done"
@@ -214,6 +198,27 @@ class Workers:
             if self._observer is not None:
                 elapsed = time.perf_counter() - started
                 self._observer.step_finished(key.kind, outcome, elapsed, error)
+
+    def _log_failure(self, key: ResourceKey, exc: Exception) -> None:
+        """A failed step's log line: a warning while a transient failure is young, an error
+        once when it has lasted `ESCALATE_AFTER_SECONDS`, the traceback for anything else."""
+        attempt = self._queue.failures(key) + 1
+        since = self._failing_since.setdefault(key, time.monotonic())
+        failing_for = time.monotonic() - since
+        if not is_transient(exc):
+            log.exception("reconcile of %s failed (attempt %d)", key, attempt)
+        elif failing_for < ESCALATE_AFTER_SECONDS or key in self._escalated:
+            log.warning("reconcile of %s failed (attempt %d), retrying: %s", key, attempt, exc)
+        else:
+            self._escalated.add(key)
+            log.error(
+                "reconcile of %s still failing after %d attempts in %.0fs; retrying at the "
+                "capped backoff",
+                key,
+                attempt,
+                failing_for,
+                exc_info=exc,
+            )
 
     async def _settle(self, key: ResourceKey, result: Result) -> None:
         # A release is skipped while an event for the key is pending (dirty): that event may

@@ -33,7 +33,7 @@ def binding_from_row(row: asyncpg.Record) -> Binding:
     )
 
 
-async def put_binding(
+async def put(
     conn: Connection, *, accelerator_class: str, spec: BindingPut, actor: str
 ) -> tuple[Binding, bool]:
     """Create or replace a binding; return it and whether it was created.
@@ -127,14 +127,14 @@ async def _check_flavor_owner(conn: Connection, accelerator_class: str, spec: Bi
             )
 
 
-async def get_binding(conn: Connection, accelerator_class: str) -> Binding:
+async def get(conn: Connection, accelerator_class: str) -> Binding:
     row = await conn.fetchrow(QUERIES["binding_by_class"], accelerator_class)
     if row is None:
         raise NotFound(f"Accelerator binding {accelerator_class!r} not found.")
     return binding_from_row(row)
 
 
-async def list_bindings(
+async def page(
     conn: Connection, *, after: Position | None, limit: int
 ) -> tuple[list[Binding], Position | None]:
     rows, position = await fetch_page(
@@ -148,7 +148,7 @@ async def list_bindings(
     return [binding_from_row(row) for row in rows], position
 
 
-async def delete_binding(conn: Connection, *, accelerator_class: str, actor: str) -> None:
+async def delete(conn: Connection, *, accelerator_class: str, actor: str) -> None:
     """Delete a binding no pool uses; 409 in-use (naming the pools) otherwise."""
     if await conn.fetchval(QUERIES["lock_binding_for_delete"], accelerator_class) is None:
         raise NotFound(f"Accelerator binding {accelerator_class!r} not found.")

@@ -55,7 +55,7 @@ def project_from_row(row: asyncpg.Record) -> Project:
     )
 
 
-async def create_project(
+async def create(
     conn: Connection,
     *,
     name: str,
@@ -99,14 +99,14 @@ async def create_project(
     return project_from_row(row)
 
 
-async def get_project(conn: Connection, name: str) -> Project:
+async def get(conn: Connection, name: str) -> Project:
     row = await conn.fetchrow(QUERIES["project_by_name"], name)
     if row is None:
         raise NotFound(f"Project {name!r} not found.")
     return project_from_row(row)
 
 
-async def list_projects(
+async def page(
     conn: Connection, *, only_id: uuid.UUID | None, after: Position | None, limit: int
 ) -> tuple[list[Project], Position | None]:
     """All projects (``only_id`` None: the platform admin) or just one (a project token)."""
@@ -190,7 +190,7 @@ async def set_limits(
     return project_from_row(row)
 
 
-async def request_project_deletion(
+async def request_deletion(
     conn: Connection,
     *,
     project_id: uuid.UUID,
@@ -216,7 +216,7 @@ async def request_project_deletion(
     reason = f"Deletion requested; waiting for namespace {namespace_for(name)} to be removed."
     row = await conn.fetchrow(QUERIES["request_project_deletion"], project_id, reason)
     if row is None:
-        return await get_project(conn, name)
+        return await get(conn, name)
     await record_event(
         conn,
         project_id=project_id,

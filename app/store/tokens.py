@@ -125,14 +125,27 @@ def token_from_row(row: asyncpg.Record) -> Token:
 
 @dataclass(frozen=True)
 class Minter:
-    """The project token creating a token: the new one is its child (see `revoke_token`) and
+    """The project token creating a token: the new one is its child (see `revoke`) and
     never outlives it."""
 
     id: uuid.UUID
     expires_at: datetime | None
 
 
-async def create_token(
+async def _below_cap(conn: Connection, project_id: uuid.UUID, max_live: int) -> None:
+    """Lock the project's token creates (until the transaction ends) and check it has fewer
+    than `max_live` live tokens; `TokenLimitReached` when it has that many."""
+    await conn.execute(QUERIES["lock_project_tokens"], project_id)
+    live = await conn.fetchval(QUERIES["live_tokens_of_project"], project_id)
+    if live >= max_live:
+        raise TokenLimitReached(
+            max_live,
+            f"The project has {live} live tokens, its limit of {max_live}; revoke one "
+            "(or let one expire) first.",
+        )
+
+
+async def create(
     conn: Connection,
     *,
     project_id: uuid.UUID,
@@ -148,14 +161,7 @@ async def create_token(
     tokens. Token creates of one project are serialized, so two at once cannot both pass the
     cap. ``minter``: the project token creating it (None: the platform admin)."""
     if max_live is not None:
-        await conn.execute(QUERIES["lock_project_tokens"], project_id)
-        live = await conn.fetchval(QUERIES["live_tokens_of_project"], project_id)
-        if live >= max_live:
-            raise TokenLimitReached(
-                max_live,
-                f"The project has {live} live tokens, its limit of {max_live}; revoke one "
-                "(or let one expire) first.",
-            )
+        await _below_cap(conn, project_id, max_live)
     token_id = uuid.uuid4()
     secret = new_secret()
     row = await conn.fetchrow(
@@ -195,7 +201,7 @@ async def create_token(
     )
 
 
-async def list_tokens(
+async def page(
     conn: Connection, *, project_id: uuid.UUID, after: Position | None, limit: int
 ) -> tuple[list[Token], Position | None]:
     rows, position = await fetch_page(
@@ -204,7 +210,7 @@ async def list_tokens(
     return [token_from_row(row) for row in rows], position
 
 
-async def revoke_token(
+async def revoke(
     conn: Connection, *, project_id: uuid.UUID, token_id: uuid.UUID, actor: str
 ) -> int:
     """Revoke a token of this project and every token it minted, recursively, in this

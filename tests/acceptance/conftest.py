@@ -38,7 +38,7 @@ class Scenario(ApiScenario):
         listed = await self.running.kube.batch.list_namespaced_job(
             self.namespace, label_selector=f"aicp.dev/uid={uid}", _preload_content=False
         )
-        items: list[dict[str, Any]] = (await listed.json())["items"]
+        items: list[dict[str, Any]] = (await listed.json())["items"]  # type: ignore[attr-defined]  # a raw (_preload_content=False) response
         return items
 
 

@@ -48,8 +48,7 @@ async def test_a_workload_beyond_the_free_quota_waits_and_says_how_much_is_in_us
     scenario: Scenario,
 ) -> None:
     await scenario.setup_pool(accelerators=8)
-    await scenario.submit("first", env={"KUBESIM_RUN_SECONDS": "600"})
-    await scenario.wait_state("first", "RUNNING")
+    await scenario.start_running("first")
     await scenario.submit("second", env={"KUBESIM_RUN_SECONDS": "600"})
     # Kueue counts the first workload in the ClusterQueue's usage a moment after it queues
     # the second: the sentence follows the pool's numbers as they change.

@@ -19,8 +19,7 @@ async def test_a_high_priority_workload_preempts_a_low_one_which_is_requeued(
     scenario: Scenario,
 ) -> None:
     await scenario.setup_pool(accelerators=8)
-    await scenario.submit("low", priority="low", env={"KUBESIM_RUN_SECONDS": "600"})
-    await scenario.wait_state("low", "RUNNING")
+    await scenario.start_running("low", priority="low")
     await scenario.submit("urgent", priority="high", env={"KUBESIM_RUN_SECONDS": "600"})
 
     await scenario.wait_state("urgent", "RUNNING")
@@ -56,8 +55,7 @@ async def test_a_replaced_spec_gets_a_new_job_for_its_new_generation(scenario: S
 
 async def test_a_job_deleted_by_hand_is_recreated_as_a_second_attempt(scenario: Scenario) -> None:
     await scenario.setup_pool()
-    await scenario.submit("victim", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await scenario.wait_state("victim", "RUNNING")
+    running = await scenario.start_running("victim")
     job = running["status"]["job"]
     await scenario.running.kube.batch.delete_namespaced_job(
         job["name"], scenario.namespace, propagation_policy="Background", _preload_content=False
@@ -83,8 +81,7 @@ async def test_a_namespace_deleted_by_hand_comes_back_and_its_running_workload_e
     scenario: Scenario,
 ) -> None:
     await scenario.setup_pool()
-    await scenario.submit("inside", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await scenario.wait_state("inside", "RUNNING")
+    running = await scenario.start_running("inside")
     job = running["status"]["job"]
     kube = scenario.running.kube
     before = await get(kube, NAMESPACES, None, scenario.namespace)
@@ -149,8 +146,7 @@ async def test_a_namespace_deleted_by_hand_comes_back_and_its_running_workload_e
 
 async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario) -> None:
     await scenario.setup_pool()
-    await scenario.submit("labelled", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await scenario.wait_state("labelled", "RUNNING")
+    running = await scenario.start_running("labelled")
     name = running["status"]["job"]["name"]
     await scenario.running.kube.batch.patch_namespaced_job(
         name,

@@ -110,7 +110,7 @@ async def test_a_crashed_replicas_running_workloads_finish_on_its_peer_with_thei
         jobs = await peer.kube.batch.list_namespaced_job(
             f"aicp-{PROJECT}", label_selector=f"aicp.dev/uid={done['uid']}", _preload_content=False
         )
-        items = (await jobs.json())["items"]
+        items = (await jobs.json())["items"]  # type: ignore[attr-defined]  # a raw (_preload_content=False) response
         assert len(items) == 1 and not items[0]["metadata"].get("finalizers")
     for name in taken_over:
         events = (await peer.client.get(f"{WORKLOADS}/{name}/events")).json()["items"]

@@ -4,31 +4,17 @@ conditions of docs/KUBERNETES.md §5."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from kubesim import Cluster
 from tests.kubesim.scenarios import NS, Kube, gpu_job
-from tests.support.kube_fixtures import api_client_for
 from tests.support.waiting import wait_until
 
 
 @pytest.fixture
 def kube_cluster_options() -> dict[str, Any]:
     return {"time_scale": 0}  # pods run only when a test advances the clock
-
-
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        yield Kube(api)
-
-
-@pytest.fixture
-def clock(kube_cluster_with_controllers: Cluster) -> Any:
-    return kube_cluster_with_controllers.clock
 
 
 def condition_types(job: Any) -> list[tuple[str, str, str]]:

@@ -4,7 +4,6 @@ and runs steered by the container env (KUBESIM_RUN_SECONDS, _EXIT_CODE, _OOM, _L
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,17 +19,6 @@ from tests.support.waiting import wait_until
 @pytest.fixture
 def kube_cluster_options() -> dict[str, Any]:
     return {"time_scale": 0}  # pods run only when a test advances the clock
-
-
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        yield Kube(api)
-
-
-@pytest.fixture
-def clock(kube_cluster_with_controllers: Cluster) -> Any:
-    return kube_cluster_with_controllers.clock
 
 
 async def test_the_cluster_has_h100_nodes_labelled_as_the_fake_gpu_operator_does(

@@ -8,32 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kubesim import Cluster
 from tests.kubesim.scenarios import H100, KUEUE, NS, V1BETA2, Kube, gpu_job
-from tests.support.kube_fixtures import api_client_for
 from tests.support.waiting import wait_until
 
 
 @pytest.fixture
 def kube_cluster_options() -> dict[str, Any]:
     return {"time_scale": 0}  # pods run only when a test advances the clock
-
-
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        yield Kube(api)
-
-
-@pytest.fixture
-def clock(kube_cluster_with_controllers: Cluster) -> Any:
-    return kube_cluster_with_controllers.clock
 
 
 async def test_a_queued_job_is_suspended_and_gets_a_workload_named_owned_and_finalized_like_kueue(

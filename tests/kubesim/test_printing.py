@@ -4,7 +4,6 @@ Kueue's printer columns for Workloads and Name/Age for the rest; without it, pla
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -15,7 +14,6 @@ from hypothesis import strategies as st
 from kubesim import Cluster
 from kubesim.printing import human_duration, table_version
 from tests.kubesim.scenarios import KUEUE, NS, V1BETA2, Kube, gpu_job
-from tests.support.kube_fixtures import api_client_for
 
 #: What kubectl 1.3x sends for `kubectl get`.
 KUBECTL_ACCEPT = (
@@ -27,12 +25,6 @@ KUBECTL_ACCEPT = (
 @pytest.fixture
 def kube_cluster_options() -> dict[str, Any]:
     return {"time_scale": 0}  # pods run only when the test advances the clock
-
-
-@pytest.fixture
-async def kube(kube_cluster_with_controllers: Cluster) -> AsyncIterator[Kube]:
-    async with api_client_for(kube_cluster_with_controllers) as api:
-        yield Kube(api)
 
 
 async def get_table(cluster: Cluster, path: str, **params: str) -> dict[str, Any]:

@@ -146,6 +146,28 @@ async def database_url(
 
 
 @pytest.fixture
+async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of its own to the test's database, for what no API shows."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+async def doorbells(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
+    """Every `aicp_work` payload (a `kind:id` doorbell) committed from now on, in commit order."""
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    conn = await asyncpg.connect(database_url)
+    await conn.add_listener("aicp_work", lambda *args: heard.put_nowait(args[3]))
+    try:
+        yield heard
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
 async def empty_database_url(pg_server_url: str) -> AsyncIterator[str]:
     """A private database with no schema at all (for migration tests)."""
     name = f"t_{secrets.token_hex(6)}"

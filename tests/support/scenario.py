@@ -213,6 +213,13 @@ class Scenario(Api):
         accepted: dict[str, Any] = response.json()
         return accepted
 
+    async def start_running(self, name: str, **changes: Any) -> dict[str, Any]:
+        """Submit a workload whose pods run for ten minutes (longer than any test) and wait
+        until it is RUNNING; the workload then."""
+        env = {"KUBESIM_RUN_SECONDS": "600", **changes.pop("env", {})}
+        await self.submit(name, env=env, **changes)
+        return await self.wait_state(name, "RUNNING")
+
     async def workload(self, name: str) -> dict[str, Any] | None:
         """The workload as the API shows it; None once it answers 404."""
         response = await self.request("GET", f"{self.workloads}/{name}", accept=(200, 404))

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.domain.classify.pool import PoolUsage, classify_pool, no_node_for_flavor, pool_snapshot
+from app.domain.classify.pool import classify_pool, no_node_for_flavor, pool_snapshot
+from app.domain.pool_resources import PoolUsage
 from app.domain.render import PoolIdentity, render_cluster_queue
 from app.domain.specs import BindingPut, Quota
 from app.domain.states import ResourceState

@@ -2,8 +2,8 @@
 stored in the row's `observed` column (docs/DESIGN.md §6 "Evidence finalizer", §7).
 
 `observed` is `ObservedFacts` (the API's status fields) plus one bookkeeping key,
-`previous_attempts`: the attempts of earlier incarnations of the same generation's Job (one
-deleted by hand and recreated), so `attempts` keeps counting across them. Facts recorded for
+`previous_attempts`: the attempts of the earlier Jobs of the same generation (one deleted by
+hand and recreated), so `attempts` keeps counting across them. Facts recorded for
 one generation are never merged into another's (invariant 6).
 """
 
@@ -153,7 +153,7 @@ def facts_for(row: WorkloadRow, current: Evidence, generation: int) -> dict[str,
 
     Facts the row already records for that generation are kept where the objects no longer
     show them (merge_evidence); facts of another generation are dropped, never shown as
-    current. Attempts of earlier incarnations of the Job are added to the Job's own.
+    current. Attempts of the earlier Jobs of the generation are added to the Job's own.
     """
     same = row.observed_generation == generation
     previous = previous_attempts(row) if same else 0

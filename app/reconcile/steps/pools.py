@@ -119,10 +119,7 @@ class PoolStep:
         async with ctx.db.connection() as conn:
             row = await reconciling.load_pool(conn, pool_id)
         if row is None:
-            ctx.routes.forget(pool_id)
-            self._checked.pop(pool_id, None)
-            self._flavors.pop(pool_id, None)
-            self._namespaces.pop(pool_id, None)
+            self._forget(pool_id)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
         await ctx.refresh_gauges()
@@ -141,29 +138,12 @@ class PoolStep:
         new_generation = row.observed_generation != row.generation
         found: dict[str, list[str]] = {}  # kind → what it lacks
         if not new_generation:
-            if queue is None:
-                # Not in the cache: ask the server before calling it drift.
-                queue = await get(ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
-            if lacking := declared_drift(desired, queue):
-                found["ClusterQueue"] = lacking
-            elif self._unwatched_due(row, queue, binding, namespace):
-                found = await self._unwatched_drift(identity, binding)
+            queue, found = await self._drift(row, identity, binding, desired, queue, namespace)
         events: list[Event] = []
         if new_generation or found:
             refused, live = await self._foreign(identity, binding, queue)
             if refused is not None:
-                await ctx.refuse_foreign(
-                    fence,
-                    _subject(row),
-                    generation=row.generation,
-                    current=(row.state, row.state_reason),
-                    reason=refused,
-                    observed={
-                        "cluster_queue": identity.cluster_queue,
-                        "local_queue": identity.local_queue,
-                    },
-                )
-                return Result.requeue(UNWATCHED_CHECK_SECONDS)
+                return await self._refuse(fence, row, identity, refused)
             try:
                 queue = await self._apply(fence, row, identity, binding, desired, live)
             except Conflict as exc:
@@ -181,26 +161,7 @@ class PoolStep:
                     exc.message,
                 )
                 return Result.requeue(WAIT_SECONDS)
-            if found:
-                for kind in found:
-                    DRIFT_CORRECTIONS.labels(kind).inc()
-                lacking = [item for items in found.values() for item in items]
-                message = f"Restored the pool's queues: {'; '.join(lacking)}."
-                log.info("drift corrected on pool %s/%s: %s", row.project, row.name, message)
-                events.append(
-                    Event(EventType.DRIFT_CORRECTED, message, EventReason.QUEUES_RESTORED)
-                )
-            else:
-                quota = row.quota
-                events.append(
-                    Event(
-                        EventType.QUEUES_APPLIED,
-                        f"Applied ClusterQueue {identity.cluster_queue} with quota "
-                        f"{quota['accelerators']} {binding.resource_name}, cpu {quota['cpu']}, "
-                        f"memory {quota['memory']} (generation {row.generation}), and "
-                        f"LocalQueue {identity.local_queue} in {identity.namespace}.",
-                    )
-                )
+            events.append(_applied_event(row, identity, binding, found))
         no_node = no_node_for_flavor(
             binding.flavor, binding.node_labels, ctx.informers.nodes.list()
         )
@@ -208,6 +169,47 @@ class PoolStep:
         return Result.requeue(
             UNWATCHED_CHECK_SECONDS if no_node is None else NO_NODE_RECHECK_SECONDS
         )
+
+    async def _refuse(
+        self, fence: Fence, row: PoolRow, identity: PoolIdentity, reason: str
+    ) -> Result:
+        """Another manager owns one of the pool's queues: say so, and look again later."""
+        await self.ctx.refuse_foreign(
+            fence,
+            _subject(row),
+            generation=row.generation,
+            current=(row.state, row.state_reason),
+            reason=reason,
+            observed={"cluster_queue": identity.cluster_queue, "local_queue": identity.local_queue},
+        )
+        return Result.requeue(UNWATCHED_CHECK_SECONDS)
+
+    def _forget(self, pool_id: uuid.UUID) -> None:
+        """Drop what this step remembers of a pool that is gone."""
+        self.ctx.routes.forget(pool_id)
+        self._checked.pop(pool_id, None)
+        self._flavors.pop(pool_id, None)
+        self._namespaces.pop(pool_id, None)
+
+    async def _drift(
+        self,
+        row: PoolRow,
+        identity: PoolIdentity,
+        binding: BindingPut,
+        desired: Manifest,
+        queue: Manifest | None,
+        namespace: Manifest,
+    ) -> tuple[Manifest | None, dict[str, list[str]]]:
+        """The ClusterQueue as the server has it, and what the pool's objects lack of what
+        this generation declared (by kind; nothing when they are as applied)."""
+        if queue is None:
+            # Not in the cache: ask the server before calling it drift.
+            queue = await get(self.ctx.kube, CLUSTER_QUEUES, None, identity.cluster_queue)
+        if lacking := declared_drift(desired, queue):
+            return queue, {"ClusterQueue": lacking}
+        if self._unwatched_due(row, queue, binding, namespace):
+            return queue, await self._unwatched_drift(identity, binding)
+        return queue, {}
 
     def _unwatched_due(
         self, row: PoolRow, queue: Manifest | None, binding: BindingPut, namespace: Manifest
@@ -412,3 +414,24 @@ class PoolStep:
             "reason": f"Compute pool {row.name} was deleted; its queues are gone.",
         }
         return await finalize(ctx, fence, _subject(row), row.generation, final)
+
+
+def _applied_event(
+    row: PoolRow, identity: PoolIdentity, binding: BindingPut, found: dict[str, list[str]]
+) -> Event:
+    """What an apply did: restored what `found` lacked (drift), or applied a new generation."""
+    if found:
+        for kind in found:
+            DRIFT_CORRECTIONS.labels(kind).inc()
+        lacking = [item for items in found.values() for item in items]
+        message = f"Restored the pool's queues: {'; '.join(lacking)}."
+        log.info("drift corrected on pool %s/%s: %s", row.project, row.name, message)
+        return Event(EventType.DRIFT_CORRECTED, message, EventReason.QUEUES_RESTORED)
+    quota = row.quota
+    return Event(
+        EventType.QUEUES_APPLIED,
+        f"Applied ClusterQueue {identity.cluster_queue} with quota "
+        f"{quota['accelerators']} {binding.resource_name}, cpu {quota['cpu']}, "
+        f"memory {quota['memory']} (generation {row.generation}), and "
+        f"LocalQueue {identity.local_queue} in {identity.namespace}.",
+    )

@@ -74,24 +74,16 @@ class ProjectStep:
         await ctx.refresh_gauges()
         if row.deleting:
             return await self._delete(fence, row)
-        if not ctx.priority_classes_applied:
-            for manifest in render_priority_classes():
-                async with kube_fenced(fence, "apply of the priority classes"):
-                    await apply(ctx.kube, manifest)
-            ctx.priority_classes_applied = True
+        await self._apply_priority_classes(fence)
         namespace = namespace_for(row.name)
         settled = row.observed_generation == row.generation
         cached = ctx.informers.namespaces.get(None, namespace)
         if settled and row.state == ResourceState.READY and cached and not is_terminating(cached):
             return Result.release()
         live = await get(ctx.kube, NAMESPACES, None, namespace)
-        if (
-            live is not None
-            and is_terminating(live)
-            and foreign_owner(live, namespace_owner_labels(row.name, str(row.id))) is None
-        ):
-            return await self._terminating(fence, row, namespace)
         manager = foreign_owner(live, namespace_owner_labels(row.name, str(row.id)))
+        if live is not None and is_terminating(live) and manager is None:
+            return await self._terminating(fence, row, namespace)
         if manager is not None:
             await ctx.refuse_foreign(
                 fence,
@@ -108,9 +100,25 @@ class ProjectStep:
         except Conflict:
             # The namespace changed (or appeared) between its check and the write: check again.
             return Result.requeue(DELETION_RECHECK_SECONDS)
+        await self._ready(fence, row, namespace, missing=settled and live is None)
+        return Result.release()
+
+    async def _apply_priority_classes(self, fence: Fence) -> None:
+        """The cluster's priority classes, once per process (the first project step applies
+        them)."""
+        if self.ctx.priority_classes_applied:
+            return
+        for manifest in render_priority_classes():
+            async with kube_fenced(fence, "apply of the priority classes"):
+                await apply(self.ctx.kube, manifest)
+        self.ctx.priority_classes_applied = True
+
+    async def _ready(self, fence: Fence, row: ProjectRow, namespace: str, *, missing: bool) -> None:
+        """READY with the namespace applied; `missing`: this generation's namespace was
+        gone (a drift correction, when it had been applied before)."""
         reason = f"Namespace {namespace} is ready for the project's pools and workloads."
         events = [Event(EventType.READY, reason)] if row.state != ResourceState.READY else []
-        if settled and live is None and row.observed.get("namespace") == namespace:
+        if missing and row.observed.get("namespace") == namespace:
             # It was applied for this generation before: someone deleted it (or the cluster
             # was replaced under a database that remembers it).
             DRIFT_CORRECTIONS.labels("Namespace").inc()
@@ -119,7 +127,7 @@ class ProjectStep:
             events.insert(
                 0, Event(EventType.DRIFT_CORRECTED, message, EventReason.NAMESPACE_RESTORED)
             )
-        written = await ctx.write_status(
+        written = await self.ctx.write_status(
             fence,
             _subject(row),
             generation=row.generation,
@@ -130,7 +138,6 @@ class ProjectStep:
         )
         if written.written:
             log.info("project %s: namespace %s applied, READY", row.name, namespace)
-        return Result.release()
 
     async def _terminating(self, fence: Fence, row: ProjectRow, namespace: str) -> Result:
         """The project's namespace is being deleted outside aicp: DEGRADED until it is gone

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncpg
 
 from tests.support.api_client import Api
+from tests.support.scenario import Scenario
 
 H100 = {
     "resource_name": "nvidia.com/gpu",
@@ -59,7 +60,9 @@ async def test_deleting_an_unused_binding_is_204_and_then_it_is_gone(api: Api) -
     assert (await api.client.delete("/api/v1/accelerator-bindings/h100-80g")).status_code == 404
 
 
-async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(api: Api) -> None:
+async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(
+    api: Scenario,
+) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
     assert response.status_code == 409

@@ -4,47 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
-import pytest
 
 from tests.support.api_client import Api
-
-
-@pytest.fixture
-async def doorbell(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
-    """Payloads of ``aicp_work`` notifications, in commit order."""
-    received: asyncio.Queue[str] = asyncio.Queue()
-    conn = await asyncpg.connect(database_url)
-
-    def on_notify(_conn: object, _pid: int, _channel: str, payload: str) -> None:
-        received.put_nowait(payload)
-
-    await conn.add_listener("aicp_work", on_notify)
-    try:
-        yield received
-    finally:
-        await conn.close()
+from tests.support.scenario import Scenario
 
 
 async def test_creating_and_deleting_a_project_rings_the_doorbell_with_its_key(
-    api: Api, doorbell: asyncio.Queue[str]
+    api: Api, doorbells: asyncio.Queue[str]
 ) -> None:
     project = await api.create_project("research")
-    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{project['uid']}"
+    assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{project['uid']}"
     await api.client.delete("/api/v1/projects/research")
-    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{project['uid']}"
+    assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{project['uid']}"
 
 
-async def test_a_rejected_create_rings_nothing(api: Api, doorbell: asyncio.Queue[str]) -> None:
+async def test_a_rejected_create_rings_nothing(api: Api, doorbells: asyncio.Queue[str]) -> None:
     first = await api.create_project("research")
-    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{first['uid']}"
+    assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{first['uid']}"
     rejected = await api.client.post("/api/v1/projects", json={"name": "research"})
     assert rejected.status_code == 409
     second = await api.create_project("second")
     # Notifications arrive in commit order: had the 409 rung, its payload would come first.
-    assert await asyncio.wait_for(doorbell.get(), 10) == f"project:{second['uid']}"
+    assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{second['uid']}"
 
 
 async def test_every_project_write_is_an_event_with_its_actor(api: Api, database_url: str) -> None:
@@ -67,7 +50,7 @@ async def test_every_project_write_is_an_event_with_its_actor(api: Api, database
     assert all(r["message"].endswith(".") for r in rows)
 
 
-async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Api) -> None:
+async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Scenario) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/projects/research")
     assert response.status_code == 409

@@ -3,8 +3,6 @@ the pool a workload is in (its id), as the list does, not by a name in the spec'
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import asyncpg
 import pytest
 
@@ -14,15 +12,6 @@ from tests.support.sse import open_stream
 pytestmark = pytest.mark.timeout(30)
 
 OTHER_POOL = "a100-pool"
-
-
-@pytest.fixture
-async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 async def test_a_pool_filtered_list_watch_and_list_show_the_same_workloads(api: Scenario) -> None:

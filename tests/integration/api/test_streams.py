@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
@@ -23,15 +22,6 @@ from tests.support.scenario import API_EXAMPLE, PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream, status_of
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture
-async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 async def observe(

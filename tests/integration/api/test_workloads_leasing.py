@@ -9,25 +9,11 @@ waiting for a later write's doorbell and looking at what arrived before it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
-import pytest
 
 from app.main import Service
 from tests.support.scenario import POOL, POOLS, QUOTA, WORKLOADS, Scenario, example_workload
-
-
-@pytest.fixture
-async def doorbells(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
-    """Every `aicp_work` payload committed from now on, in commit order."""
-    heard: asyncio.Queue[str] = asyncio.Queue()
-    conn = await asyncpg.connect(database_url)
-    await conn.add_listener("aicp_work", lambda *args: heard.put_nowait(args[3]))
-    try:
-        yield heard
-    finally:
-        await conn.close()
 
 
 async def _until(heard: asyncio.Queue[str], payload: str) -> list[str]:

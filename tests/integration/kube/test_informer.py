@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from app.backoff import Backoff
 from app.kube.apply import apply, delete
@@ -14,6 +16,18 @@ from tests.integration.kube.conftest import Recorder, SimControl, job_manifest
 from tests.support.waiting import wait_until
 
 MANAGED = "app.kubernetes.io/managed-by=aicp"
+
+
+@contextlib.asynccontextmanager
+async def synced(informer: Informer, sync_timeout: float = 5) -> AsyncIterator[Informer]:
+    """`informer` started and synced (within `sync_timeout` seconds), stopped when the block
+    ends."""
+    informer.start()
+    try:
+        await asyncio.wait_for(informer.wait_synced(), sync_timeout)
+        yield informer
+    finally:
+        await informer.stop()
 
 
 def managed_jobs(kube: KubeClient, *, watch_timeout: float = 300.0) -> Informer:
@@ -36,9 +50,7 @@ async def test_the_informer_lists_existing_jobs_then_follows_creates_updates_and
     await apply(kube, job_manifest("before", namespace))
     informer = managed_jobs(kube)
     events = Recorder(informer)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         assert events.seen() == [("ADDED", "before")]
 
         await apply(kube, job_manifest("after", namespace))
@@ -57,23 +69,17 @@ async def test_the_informer_lists_existing_jobs_then_follows_creates_updates_and
         assert informer.get(namespace, "after") is None
         by_uid = informer.by_label("aicp.dev/uid", "uid-before")
         assert [o["metadata"]["name"] for o in by_uid] == ["before"]
-    finally:
-        await informer.stop()
 
 
 async def test_the_informer_ignores_jobs_that_aicp_does_not_manage(
     kube: KubeClient, namespace: str
 ) -> None:
     informer = managed_jobs(kube)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         await apply(kube, job_manifest("theirs", namespace, managed=False))
         await apply(kube, job_manifest("ours", namespace))
         await wait_until(lambda: informer.get(namespace, "ours"), timeout=5)
         assert informer.get(namespace, "theirs") is None
-    finally:
-        await informer.stop()
 
 
 async def test_synced_is_set_only_once_the_first_list_is_in_the_cache(
@@ -85,13 +91,9 @@ async def test_synced_is_set_only_once_the_first_list_is_in_the_cache(
     synced_while_adding: list[bool] = []
     informer.add_handler(lambda _t, _o: synced_while_adding.append(informer.synced.is_set()))
     assert not informer.synced.is_set()
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         assert synced_while_adding == [False, False, False]
         assert len(informer.list()) == 3
-    finally:
-        await informer.stop()
 
 
 async def test_dropped_streams_resume_from_the_last_version_without_relisting(
@@ -101,16 +103,12 @@ async def test_dropped_streams_resume_from_the_last_version_without_relisting(
     await sim.drop_watches()
     ended_before = restarts("Job", "ended")
     informer = managed_jobs(kube)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         for i in range(5):
             await apply(kube, job_manifest(f"job-{i}", namespace))
         await wait_until(lambda: len(informer.list()) == 5, timeout=5, message="5 cached jobs")
         assert await sim.list_count("jobs") == 1
         assert restarts("Job", "ended") - ended_before >= 5
-    finally:
-        await informer.stop()
 
 
 async def test_a_410_relists_and_reports_a_job_deleted_during_the_gap_as_deleted(
@@ -145,9 +143,7 @@ async def test_bookmarks_advance_the_resume_version_past_writes_the_informer_doe
     kube: KubeClient, namespace: str, sim: SimControl
 ) -> None:
     informer = managed_jobs(kube)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         start = int(informer.resource_version or 0)
         await apply(kube, job_manifest("unmanaged", namespace, managed=False))
         latest = await sim.resource_version()
@@ -159,17 +155,13 @@ async def test_bookmarks_advance_the_resume_version_past_writes_the_informer_doe
             message=f"resource version >= {latest}",
         )
         assert informer.list() == []
-    finally:
-        await informer.stop()
 
 
 async def test_the_informer_backs_off_and_recovers_across_an_apiserver_restart(
     kube: KubeClient, namespace: str, sim: SimControl
 ) -> None:
     informer = managed_jobs(kube)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         lists_before = await sim.list_count("jobs")
         failures_before = restarts("Job", "unavailable")
         await sim.restart_apiserver(seconds=1.0)
@@ -185,8 +177,6 @@ async def test_the_informer_backs_off_and_recovers_across_an_apiserver_restart(
         # Backoff from 50 ms doubling to a 0.5 s cap: a handful of attempts across the 1 s
         # outage, where retrying at once would have made hundreds.
         assert restarts("Job", "unavailable") - failures_before <= 10
-    finally:
-        await informer.stop()
 
 
 async def test_a_recovered_informer_reports_itself_up_while_its_new_watch_stays_open(
@@ -196,9 +186,7 @@ async def test_a_recovered_informer_reports_itself_up_while_its_new_watch_stays_
     bound; it reads `failing`, which must clear when the server answers again, not only when
     the (minutes-long) watch that follows the outage ends."""
     informer = managed_jobs(kube, watch_timeout=300.0)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         failures_before = restarts("Job", "unavailable")
         await sim.restart_apiserver(seconds=1.0)
         await wait_until(
@@ -212,8 +200,6 @@ async def test_a_recovered_informer_reports_itself_up_while_its_new_watch_stays_
         await apply(kube, job_manifest("seen-after-outage", namespace))
         await wait_until(lambda: informer.get(namespace, "seen-after-outage"), timeout=5)
         await wait_until(lambda: informer.failing is None, timeout=2, message="the informer up")
-    finally:
-        await informer.stop()
 
 
 async def test_the_informer_converges_while_half_of_its_requests_fail(
@@ -229,9 +215,7 @@ async def test_the_informer_converges_while_half_of_its_requests_fail(
         watch_drop_after_events=2,
     )
     informer = managed_jobs(kube)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 10)
+    async with synced(informer, sync_timeout=10):
         for i in range(5):
             await apply(kube, job_manifest(f"late-{i}", namespace))
         await delete(kube, JOBS, namespace, "early-0")
@@ -244,8 +228,6 @@ async def test_the_informer_converges_while_half_of_its_requests_fail(
             message="the cache to match the server",
         )
         assert restarts("Job", "unavailable") >= 1
-    finally:
-        await informer.stop()
 
 
 async def test_a_list_read_in_small_pages_fills_the_whole_cache(
@@ -254,13 +236,9 @@ async def test_a_list_read_in_small_pages_fills_the_whole_cache(
     for i in range(5):
         await apply(kube, job_manifest(f"job-{i}", namespace))
     informer = Informer(kube, JOBS, label_selector=MANAGED, page_size=2)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         assert len(informer.list()) == 5
         assert await sim.list_count("jobs") == 3
-    finally:
-        await informer.stop()
 
 
 async def test_a_failing_handler_does_not_stop_the_others_or_the_informer(
@@ -273,15 +251,11 @@ async def test_a_failing_handler_does_not_stop_the_others_or_the_informer(
 
     informer.add_handler(broken)
     events = Recorder(informer)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         await apply(kube, job_manifest("one", namespace))
         await apply(kube, job_manifest("two", namespace))
         await wait_until(lambda: len(events.seen()) == 2, timeout=5, message="both events")
         assert informer.get(namespace, "two") is not None
-    finally:
-        await informer.stop()
 
 
 async def test_when_the_server_ends_a_watch_at_its_timeout_the_informer_watches_on(
@@ -289,17 +263,13 @@ async def test_when_the_server_ends_a_watch_at_its_timeout_the_informer_watches_
 ) -> None:
     ended_before = restarts("Job", "ended")
     informer = managed_jobs(kube, watch_timeout=0.5)  # timeoutSeconds=1
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         await wait_until(
             lambda: restarts("Job", "ended") > ended_before, timeout=5, message="a timed-out watch"
         )
         await apply(kube, job_manifest("later", namespace))
         await wait_until(lambda: informer.get(namespace, "later"), timeout=5)
         assert await sim.list_count("jobs") == 1
-    finally:
-        await informer.stop()
 
 
 async def test_a_job_whose_managed_by_label_is_removed_by_hand_leaves_the_cache_as_deleted(
@@ -308,9 +278,7 @@ async def test_a_job_whose_managed_by_label_is_removed_by_hand_leaves_the_cache_
     await apply(kube, job_manifest("relabelled", namespace))
     informer = managed_jobs(kube)
     events = Recorder(informer)
-    informer.start()
-    try:
-        await asyncio.wait_for(informer.wait_synced(), 5)
+    async with synced(informer):
         await request_json(
             JOBS.method(kube, "patch", namespace, "relabelled")(
                 {"metadata": {"labels": {"app.kubernetes.io/managed-by": None}}},
@@ -323,5 +291,3 @@ async def test_a_job_whose_managed_by_label_is_removed_by_hand_leaves_the_cache_
         )
         assert informer.get(namespace, "relabelled") is None
         assert informer.by_label("aicp.dev/uid", "uid-relabelled") == []
-    finally:
-        await informer.stop()

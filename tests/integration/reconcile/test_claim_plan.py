@@ -9,18 +9,9 @@ import pytest
 
 from app.store.db import Database
 from app.store.queries import QUERIES
+from tests.support.plans import scans
 
 RECONCILED = {"projects", "compute_pools", "workloads", "leases"}
-
-
-def scans(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(node type, relation, index) for every scan in a JSON plan tree."""
-    found = []
-    if "Relation Name" in plan:
-        found.append((plan["Node Type"], plan["Relation Name"], plan.get("Index Name", "")))
-    for child in plan.get("Plans", []):
-        found.extend(scans(child))
-    return found
 
 
 @pytest.mark.parametrize(

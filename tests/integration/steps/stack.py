@@ -60,7 +60,7 @@ class Stack(Scenario):
         listed = await self.kube.batch.list_namespaced_job(
             NAMESPACE, label_selector=f"aicp.dev/uid={uid}", _preload_content=False
         )
-        body = await listed.json()
+        body = await listed.json()  # type: ignore[attr-defined]  # a raw (_preload_content=False) response
         items: list[dict[str, Any]] = body["items"]
         return items
 

@@ -50,8 +50,7 @@ async def _delete(stack: Stack, name: str) -> None:
 async def _reach(stack: Stack, name: str, state: str) -> None:
     """Bring workload `name` into `state` (the pool's other workloads make room for it)."""
     if state == "QUEUED":
-        await stack.submit("hog", replicas=2, env={"KUBESIM_RUN_SECONDS": "600"})
-        await stack.wait_state("hog", "RUNNING")
+        await stack.start_running("hog", replicas=2)
         await stack.submit(name)
     elif state == "ADMITTED":
         await stack.submit(name, image="ghcr.io/acme/does-not-exist:1")
@@ -102,8 +101,7 @@ async def test_a_workload_deleted_in_any_state_leaves_only_a_tombstone(
 
 async def test_a_running_workload_deleted_keeps_its_evidence_in_the_tombstone(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.submit("midrun", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("midrun", "RUNNING")
+    running = await stack.start_running("midrun")
 
     await _delete(stack, "midrun")
     await stack.wait_gone("midrun")
@@ -117,13 +115,12 @@ async def test_a_running_workload_deleted_keeps_its_evidence_in_the_tombstone(st
     pods = await stack.kube.core.list_namespaced_pod(
         NAMESPACE, label_selector=f"aicp.dev/uid={running['uid']}", _preload_content=False
     )
-    assert (await pods.json())["items"] == []
+    assert (await pods.json())["items"] == []  # type: ignore[attr-defined]  # a raw (_preload_content=False) response
 
 
 async def test_deletion_waits_until_the_job_is_really_gone(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.submit("held", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("held", "RUNNING")
+    running = await stack.start_running("held")
     job_name = running["status"]["job"]["name"]
     # Someone else's finalizer keeps the Job around after aicp has let it go.
     await stack.kube.batch.patch_namespaced_job(

@@ -26,8 +26,7 @@ async def test_a_job_deleted_by_hand_while_running_is_recreated_with_its_evidenc
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    await stack.submit("victim", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("victim", "RUNNING")
+    running = await stack.start_running("victim")
     job_name = running["status"]["job"]["name"]
     first_uid = running["status"]["job"]["uid"]
     first_nodes = running["status"]["nodes"]
@@ -73,8 +72,7 @@ async def test_a_label_removed_by_hand_is_restored_without_suspending_the_job(
     stack: Stack, label: str
 ) -> None:
     await stack.setup_pool()
-    await stack.submit("labelled", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("labelled", "RUNNING")
+    running = await stack.start_running("labelled")
     job_name = running["status"]["job"]["name"]
     before = await stack.job(job_name)
     assert before is not None
@@ -176,8 +174,7 @@ async def test_a_namespace_deleted_by_hand_comes_back_with_its_queue_and_a_new_a
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    await stack.submit("inside", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("inside", "RUNNING")
+    running = await stack.start_running("inside")
     first_uid = running["status"]["job"]["uid"]
     namespace_uid = (await stack.read(NAMESPACES, None, NAMESPACE))["metadata"]["uid"]
 

@@ -34,8 +34,7 @@ async def test_workloads_converge_through_failing_writes_and_dropped_watches(sta
 
 async def test_a_workload_finishes_across_an_api_server_restart(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.submit("steady", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("steady", "RUNNING")
+    running = await stack.start_running("steady")
 
     await stack.sim("POST", "/_sim/faults", json={"refuse_connections_seconds": 1.0})
     stack.cluster.clock.advance(600)

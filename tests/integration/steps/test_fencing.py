@@ -14,8 +14,7 @@ async def test_a_step_whose_lease_moved_writes_nothing_and_keeps_the_finalizer(
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    await stack.submit("fenced", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("fenced", "RUNNING")
+    running = await stack.start_running("fenced")
     workload_id = uuid.UUID(running["uid"])
     job_name = running["status"]["job"]["name"]
     assert stack.service.db is not None

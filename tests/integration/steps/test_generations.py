@@ -15,8 +15,7 @@ async def test_a_new_spec_while_running_replaces_the_job_and_never_shows_old_fac
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    await stack.submit("swap", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("swap", "RUNNING")
+    running = await stack.start_running("swap")
     old_job = running["status"]["job"]
 
     response = await stack.http.put(
@@ -58,8 +57,7 @@ async def test_a_new_spec_while_running_replaces_the_job_and_never_shows_old_fac
 
 async def test_a_step_repeated_after_a_lost_write_adopts_the_existing_job(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.submit("adopt", env={"KUBESIM_RUN_SECONDS": "600"})
-    running = await stack.wait_state("adopt", "RUNNING")
+    running = await stack.start_running("adopt")
     job = running["status"]["job"]
     # As if a replica applied the Job and died before recording it, and this replica's cache
     # has not seen the Job yet: the row knows nothing and the cache is empty.

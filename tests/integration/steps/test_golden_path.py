@@ -113,8 +113,7 @@ async def test_exceeding_the_max_runtime_fails_with_the_limit_in_the_reason(stac
 
 async def test_a_workload_waits_for_quota_then_runs_when_another_finishes(stack: Stack) -> None:
     await stack.setup_pool()
-    await stack.submit("big", replicas=2, env={"KUBESIM_RUN_SECONDS": "600"})
-    await stack.wait_state("big", "RUNNING")
+    await stack.start_running("big", replicas=2)
     await stack.submit("next")
 
     waiting = await stack.wait_state("next", "QUEUED")

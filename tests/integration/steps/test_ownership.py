@@ -146,8 +146,7 @@ async def test_a_job_of_the_next_generation_made_by_someone_else_is_not_adopted(
     stack: Stack,
 ) -> None:
     await stack.setup_pool()
-    first = await stack.submit("tune", env={"KUBESIM_RUN_SECONDS": "600"})
-    await stack.wait_state("tune", "RUNNING")
+    first = await stack.start_running("tune")
     taken = f"tune-{first['uid'][:6]}-g2"
     job = {
         "apiVersion": "batch/v1",

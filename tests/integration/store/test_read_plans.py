@@ -17,19 +17,10 @@ import pytest
 from app.store.db import Database
 from app.store.paging import FIRST_PAGE_TIME
 from app.store.queries import QUERIES
+from tests.support.plans import scans
 
 GROWING = {"workloads", "events", "tombstones"}
 NIL = uuid.UUID(int=0)
-
-
-def scans(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(node type, relation, index) of every scan in a JSON plan tree."""
-    found = []
-    if "Relation Name" in plan:
-        found.append((plan["Node Type"], plan["Relation Name"], plan.get("Index Name", "")))
-    for child in plan.get("Plans", []):
-        found.extend(scans(child))
-    return found
 
 
 @pytest.fixture

@@ -28,10 +28,10 @@ async def cache(database_url: str) -> AsyncIterator[TokenCache]:
 
 async def _valid_token(db: Database) -> str:
     async with db.transaction() as conn:
-        project = await projects.create_project(
+        project = await projects.create(
             conn, name=f"p-{uuid.uuid4().hex[:6]}", display_name=None, labels={}, actor="t"
         )
-        created = await tokens.create_token(
+        created = await tokens.create(
             conn,
             project_id=uuid.UUID(project.uid),
             name="ci",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -21,12 +20,8 @@ from app.domain.states import ResourceState, WorkloadState
 
 
 @pytest.fixture
-async def conn(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
+def conn(sql: asyncpg.Connection) -> asyncpg.Connection:
+    return sql
 
 
 async def allowed(conn: asyncpg.Connection, constraint: str) -> set[str]:

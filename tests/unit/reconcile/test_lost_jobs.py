@@ -14,13 +14,12 @@ from hypothesis import strategies as st
 from app.domain.states import WorkloadState
 from app.reconcile.steps.drift import (
     LOST_JOB_UID,
-    PREVIOUS_ATTEMPTS,
-    RETIRED_JOB_UID,
     attempts_before,
     job_lost,
     recreated_event,
     was_lost,
 )
+from app.reconcile.steps.evidence import PREVIOUS_ATTEMPTS, RETIRED_JOB_UID
 from app.reconcile.steps.healing import Healed
 from app.store.reconciling import WorkloadRow
 
