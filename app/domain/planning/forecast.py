@@ -50,6 +50,10 @@ KERNEL_SIGMA = 0.25
 #: Kueue admits a little after quota frees (its next pass; the watch that tells it), and the
 #: admission time it writes is in whole seconds: each admission is drawn this much later.
 ADMISSION_LAG_SECONDS = (-1.0, 2.0)
+#: A long queue runs fewer replays: about this many entries replayed in all, at least
+#: `MIN_SAMPLES` replays (a 500-deep queue still gets a p10 and a p90).
+SAMPLE_BUDGET = 4000
+MIN_SAMPLES = 20
 #: A replay stops this far ahead; admissions later than that count as "not within a month".
 HORIZON_SECONDS = 30 * 86400.0
 
@@ -190,11 +194,30 @@ class _Replay:
     #: Whether admissions are drawn late (`ADMISSION_LAG_SECONDS`); not in a dry run's pass.
     lag: bool = True
 
+    #: The quota the holders leave free (kept as they come and go).
+    room: Demand = NO_DEMAND
+
     def free(self) -> Demand:
-        used = NO_DEMAND
-        for holder in self.holders:
-            used = used + holder.entry.demand
-        return self.quota - used
+        return self.room
+
+    #: Lower bounds of what any waiting entry asks (set by `start_replay`; entries only leave
+    #: or come back, so the bounds hold), and the highest waiting priority.
+    smallest: Demand = NO_DEMAND
+    highest: int = 0
+
+    def _nothing_fits(self, free: Demand, lowest: float) -> bool:
+        """True when no waiting entry can fit `free` nor preempt anyone (`lowest`: the lowest
+        holder priority): the rest of a pass would admit nothing."""
+        if (
+            free.accelerators >= self.smallest.accelerators
+            and free.cpu_millis >= self.smallest.cpu_millis
+            and free.memory_bytes >= self.smallest.memory_bytes
+        ):
+            return False
+        return self.highest <= lowest
+
+    def _release(self, holder: _Holder) -> None:
+        self.room = self.room + holder.entry.demand
 
     def _hold(self, entry: Entry, at: float) -> None:
         elapsed = 0.0
@@ -205,6 +228,7 @@ class _Replay:
             self.unknown = True
             seconds = HORIZON_SECONDS * 2  # no basis: it never ends within the replay
         self.holders.append(_Holder(entry, at + seconds))
+        self.room = self.room - entry.demand
 
     def _lagged(self, at: float) -> float:
         return max(at + self.rng.uniform(*ADMISSION_LAG_SECONDS), 0.0) if self.lag else at
@@ -214,19 +238,26 @@ class _Replay:
         progressed = True
         while progressed:
             progressed = False
+            lowest: float = min((h.entry.priority for h in self.holders), default=math.inf)
             for entry in list(self.waiting):
                 free = self.free()
+                if self._nothing_fits(free, lowest):
+                    break
                 if entry.demand.fits(free):
                     self.waiting.remove(entry)
                     start = self._lagged(at)
                     self.starts.setdefault(entry.id, start)
                     self._hold(entry, start)
+                    lowest = min(lowest, entry.priority)
                     continue
+                if entry.priority <= lowest:
+                    continue  # nobody it could preempt
                 victims = _victims(self.holders, entry, free)
                 if victims is None:
                     continue
                 for victim in victims:
                     self.holders.remove(victim)
+                    self._release(victim)
                     self.waiting.append(victim.entry)
                 self.waiting.sort(key=order_key)
                 self.waiting.remove(entry)
@@ -246,6 +277,8 @@ class _Replay:
             if ends > HORIZON_SECONDS:
                 return
             at = ends
+            for ended in [h for h in self.holders if h.ends <= at]:
+                self._release(ended)
             self.holders = [h for h in self.holders if h.ends > at]
             self.admit(at)
 
@@ -262,7 +295,16 @@ def start_replay(
         waiting=in_queue_order(list(entries)),
         starts={},
         preempted={},
+        room=quota,
     )
+    everyone = list(entries)
+    if everyone:
+        replay.smallest = Demand(
+            min(e.demand.accelerators for e in everyone),
+            min(e.demand.cpu_millis for e in everyone),
+            min(e.demand.memory_bytes for e in everyone),
+        )
+        replay.highest = max(e.priority for e in everyone)
     for entry in entries:
         if entry.holding:
             replay._hold(entry, 0.0)
@@ -281,13 +323,16 @@ def forecast(
     history: History,
     now: datetime,
     *,
-    samples: int = SAMPLES,
+    samples: int | None = None,
     seed: int = 0,
 ) -> dict[uuid.UUID, Forecast]:
-    """A forecast for every waiting entry of one pool (see the module docstring)."""
+    """A forecast for every waiting entry of one pool (see the module docstring). `samples`:
+    replays to run (default `SAMPLES`, fewer for a long queue: `SAMPLE_BUDGET`)."""
     waiting = in_queue_order(list(entries))
     if not waiting:
         return {}
+    if samples is None:
+        samples = max(MIN_SAMPLES, min(SAMPLES, SAMPLE_BUDGET // len(entries)))
     targets = {entry.id for entry in waiting}
     starts: dict[uuid.UUID, list[float]] = {entry.id: [] for entry in waiting}
     for run in range(samples):
@@ -296,12 +341,13 @@ def forecast(
         for entry_id in targets:
             starts[entry_id].append(replay.starts.get(entry_id, float("inf")))
     holders = [entry for entry in entries if entry.holding]
+    known = {entry.id: history.durations_for(entry) for entry in entries}
     result: dict[uuid.UUID, Forecast] = {}
     for position, entry in enumerate(waiting, start=1):
         ahead = waiting[: position - 1]
         values = sorted(starts[entry.id])
         band: Band | None = None
-        basis = basis_of(entry, holders, ahead, history, now)
+        basis = basis_of(holders, ahead, known, now)
         low, mid, high = (_percentile(values, share) for share in (0.1, 0.5, 0.9))
         if high == float("inf") or basis is None:
             basis = basis or NO_BASIS
@@ -366,19 +412,19 @@ def _names(entries: Sequence[Entry], limit: int = 3) -> str:
 
 
 def basis_of(
-    entry: Entry,
     holders: Sequence[Entry],
     ahead: Sequence[Entry],
-    history: History,
+    known: Mapping[uuid.UUID, Durations | None],
     now: datetime,
 ) -> str | None:
     """The one-line basis of a forecast: what it waits for and what the durations come from
-    (None: some workload it depends on has no history to draw from)."""
+    (`known`: each entry's durations; None: some workload it depends on has no history to
+    draw from)."""
     if not holders and not ahead:
         return "nothing holds the pool's quota: Kueue admits it at its next pass"
     groups: dict[str, Durations] = {}
     for other in [*holders, *ahead]:
-        durations = history.durations_for(other)
+        durations = known[other.id]
         if durations is None:
             return None
         groups.setdefault(durations.kind + durations.key, durations)

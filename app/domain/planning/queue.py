@@ -90,13 +90,14 @@ def name_stem(name: str) -> str:
     return stem or name
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Entry:
     """One live workload of a pool, as the planner sees it.
 
     `holding` is True for a workload Kueue admitted (ADMITTED or RUNNING: it holds quota);
     `held_since` is then when its quota was reserved. A queued one (PENDING or QUEUED) waits
-    in the order of `priority`, then `queued_since`.
+    in the order of `priority`, then `queued_since`. Entries are equal only to themselves
+    (the replay moves them between lists by identity).
     """
 
     id: uuid.UUID
