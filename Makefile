@@ -3,7 +3,7 @@
 UV ?= uv
 PY := .venv/bin/python
 
-.PHONY: run run-real real-cluster test test-kubesim test-faults test-real fuzz lint fmt venv bench loadtest clean
+.PHONY: run run-sso keycloak run-real real-cluster test test-kubesim test-faults test-real fuzz lint fmt venv bench loadtest clean
 
 # The real-cluster tier needs Go (to build kube-apiserver, Kueue, KWOK... from pinned modules).
 HAVE_GO := $(shell command -v go 2>/dev/null)
@@ -17,6 +17,15 @@ venv: .venv/.synced
 
 run: venv
 	$(PY) -m app dev
+
+# `make run` with a development Keycloak (idp/) as its OpenID Connect issuer: prints the issuer
+# and the demo users with their passwords and groups; `aicp login --url ... --oidc` signs in.
+# Keycloak is downloaded once into the user's cache; it needs Java 17 or newer.
+run-sso: venv
+	$(PY) -m idp up -- $(PY) -m app dev
+
+keycloak: venv
+	$(PY) -m idp fetch
 
 # Builds (or finds, in the user's cache) the real cluster's binaries: ~30 min cold on 2 cores.
 real-cluster: venv
@@ -57,14 +66,14 @@ test-faults: venv
 	AICP_FAULTS_FULL=1 $(PY) -m pytest tests/faults -q -m "not real_cluster"
 
 lint: venv
-	.venv/bin/ruff check app kubesim realcluster cli tests loadtest
-	.venv/bin/ruff format --check app kubesim realcluster cli tests loadtest
+	.venv/bin/ruff check app kubesim realcluster idp cli tests loadtest
+	.venv/bin/ruff format --check app kubesim realcluster idp cli tests loadtest
 	.venv/bin/mypy
 	.venv/bin/lint-imports
 
 fmt: venv
-	.venv/bin/ruff format app kubesim realcluster cli tests loadtest
-	.venv/bin/ruff check --fix app kubesim realcluster cli tests loadtest
+	.venv/bin/ruff format app kubesim realcluster idp cli tests loadtest
+	.venv/bin/ruff check --fix app kubesim realcluster idp cli tests loadtest
 
 # locust's users (loadtest/locustfile.py) for LOADTEST_SECONDS against `python -m app dev` in a
 # throwaway state directory (embedded PostgreSQL, or a fresh database on LOADTEST_PG's server);

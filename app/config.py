@@ -18,6 +18,14 @@ would be that one is a reserved name (`app.domain.naming.reserved_project_proble
 names none (`start_deadline_seconds`, filled in on submission by `app.api.workloads`).
 `AICP_HTTP_MAX_*` and `AICP_HTTP_*_TIMEOUT_SECONDS` bound what one HTTP client may cost
 (`app.api.http_limits.HttpLimits`).
+`AICP_OIDC_*` let people sign in through an OpenID Connect provider (`app.identity`,
+docs/OPERATIONS.md "Single sign-on"): `AICP_OIDC_ISSUER` (unset: API tokens only) and
+`AICP_OIDC_AUDIENCE` (required with it), `AICP_OIDC_USERNAME_CLAIM` (`preferred_username`),
+`AICP_OIDC_GROUPS_CLAIM` (`groups`), `AICP_OIDC_ALGORITHMS` (`RS256,PS256,ES256`; asymmetric
+only), `AICP_OIDC_LEEWAY_SECONDS` (30, at most 300), `AICP_OIDC_KEYS_REFRESH_SECONDS` (30: an
+unknown key id refetches the issuer's keys at most this often), `AICP_OIDC_ADMIN_GROUPS`
+(comma-separated groups whose members are platform admins, beside the role bindings) and
+`AICP_OIDC_CLI_CLIENT_ID` (`aicp-cli`: the client `aicp login --oidc` uses).
 `AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
 limits on open log follows (`app.streams.follows`), each replica's own (docs/RELIABILITY.md
 "Tenants and clients").
@@ -38,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from app.domain.naming import DEFAULT_INSTALL_NAMESPACE
 from app.domain.specs import DEFAULT_START_DEADLINE_SECONDS, MAX_START_DEADLINE_SECONDS
+from app.identity.verifier import ASYMMETRIC_ALGORITHMS, DEFAULT_ALGORITHMS, MAX_LEEWAY_SECONDS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -92,6 +101,26 @@ def _namespace(raw: str) -> str:
     if len(raw) > 63 or re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", raw) is None:
         raise ValueError(raw)
     return raw
+
+
+def _issuer(raw: str) -> str:
+    if not raw.startswith(("https://", "http://")) or raw.endswith("/") or " " in raw:
+        raise ValueError(raw)
+    return raw
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    if not names:
+        raise ValueError(raw)
+    return names
+
+
+def _algorithms(raw: str) -> tuple[str, ...]:
+    names = _names(raw)
+    if any(name not in ASYMMETRIC_ALGORITHMS for name in names):
+        raise ValueError(raw)
+    return names
 
 
 def _admin_token(raw: str) -> str:
@@ -194,6 +223,16 @@ class Settings:
     log_follows_per_project: int = 8
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
     workload_start_deadline_seconds: int = DEFAULT_START_DEADLINE_SECONDS
+    # Single sign-on (app.identity); no issuer: API tokens only.
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
+    oidc_username_claim: str = "preferred_username"
+    oidc_groups_claim: str = "groups"
+    oidc_algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    oidc_leeway_seconds: int = 30
+    oidc_keys_refresh_seconds: float = 30.0
+    oidc_admin_groups: tuple[str, ...] = ()
+    oidc_cli_client_id: str = "aicp-cli"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -225,6 +264,12 @@ class Settings:
                 "AICP_ADMIN_TOKEN",
                 settings.admin_token,
                 f"the platform admin's bearer token ({token_rule})",
+            )
+        if settings.oidc_issuer is not None:
+            reader.require(
+                "AICP_OIDC_AUDIENCE",
+                settings.oidc_audience,
+                "the audience (aud) aicp's access tokens carry, with AICP_OIDC_ISSUER",
             )
         if reader.problems:
             raise ConfigError("\n".join(reader.problems))
@@ -353,6 +398,26 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
         _int_between(1, MAX_START_DEADLINE_SECONDS),
         f"a number of seconds between 1 and {MAX_START_DEADLINE_SECONDS}",
     ),
+    # Single sign-on (app.identity)
+    ("oidc_issuer", "AICP_OIDC_ISSUER", _issuer, "an http(s):// issuer URL without a trailing /"),
+    ("oidc_audience", "AICP_OIDC_AUDIENCE", str, "an audience"),
+    ("oidc_username_claim", "AICP_OIDC_USERNAME_CLAIM", str, "a claim name"),
+    ("oidc_groups_claim", "AICP_OIDC_GROUPS_CLAIM", str, "a claim name"),
+    (
+        "oidc_algorithms",
+        "AICP_OIDC_ALGORITHMS",
+        _algorithms,
+        "comma-separated asymmetric JWS algorithms (" + ", ".join(ASYMMETRIC_ALGORITHMS) + ")",
+    ),
+    (
+        "oidc_leeway_seconds",
+        "AICP_OIDC_LEEWAY_SECONDS",
+        _int_between(0, MAX_LEEWAY_SECONDS),
+        f"a number of seconds between 0 and {MAX_LEEWAY_SECONDS}",
+    ),
+    ("oidc_keys_refresh_seconds", "AICP_OIDC_KEYS_REFRESH_SECONDS", _positive_seconds, _SECONDS),
+    ("oidc_admin_groups", "AICP_OIDC_ADMIN_GROUPS", _names, "comma-separated group names"),
+    ("oidc_cli_client_id", "AICP_OIDC_CLI_CLIENT_ID", str, "an OAuth client id"),
 )
 
 

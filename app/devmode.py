@@ -107,6 +107,7 @@ def banner(
         f"  admin token: {settings.admin_token}   (saved in {state_dir / 'admin-token'})\n"
         + cluster
         + f"  try: curl -H 'Authorization: Bearer {settings.admin_token}' {url}/api/v1/projects\n"
+        f"  dashboard: {url}/   (sign in with the admin token)\n"
         f"  API docs (Swagger UI): {url}{SWAGGER_URL_PATH}\n"
         f"  API description: {url}/schema/openapi.json\n"
     )

@@ -29,12 +29,17 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import httpx
 import uvicorn
 
 from app.api import shutdown
 from app.api.app import ApiDependencies, asgi_app, create_app
 from app.api.http_limits import HttpLimits, limited_protocol
+from app.api.people import SignOn
 from app.api.ratelimit import RateLimits
+from app.domain.errors import ServiceUnavailable
+from app.identity.keys import KeyCache
+from app.identity.verifier import OidcConfig, Verifier
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store.db import Database
 from app.store.listener import Listener
@@ -104,6 +109,8 @@ class Service:
     _server_task: asyncio.Task[None] | None = None
     _socket: socket.socket | None = None
     _started: list[BackgroundComponent] = field(default_factory=list)
+    #: The HTTP client that fetches the identity provider's keys (None: no issuer).
+    _idp_client: httpx.AsyncClient | None = None
 
     def __post_init__(self) -> None:
         self.supervisor = Supervisor(recovery_seconds=self.settings.recovery_timeout_seconds)
@@ -156,6 +163,7 @@ class Service:
                 follow_limits=FollowLimits.of(settings),
                 install_namespace=settings.install_namespace,
                 workload_start_deadline_seconds=settings.workload_start_deadline_seconds,
+                sign_on=await self._sign_on(),
             )
             self.app = create_app(deps)
             await self._start_http()
@@ -163,6 +171,35 @@ class Service:
         except BaseException:
             await self.stop()
             raise
+
+    async def _sign_on(self) -> SignOn | None:
+        """The OpenID Connect verifier when an issuer is configured, its keys fetched once now
+        (an issuer down at start is logged; verification asks again later)."""
+        settings = self.settings
+        if settings.oidc_issuer is None or settings.oidc_audience is None:
+            return None
+        self._idp_client = httpx.AsyncClient(timeout=httpx.Timeout(10.0), follow_redirects=False)
+        keys = KeyCache(
+            settings.oidc_issuer,
+            self._idp_client,
+            refresh_interval=settings.oidc_keys_refresh_seconds,
+        )
+        config = OidcConfig(
+            issuer=settings.oidc_issuer,
+            audience=settings.oidc_audience,
+            username_claim=settings.oidc_username_claim,
+            groups_claim=settings.oidc_groups_claim,
+            algorithms=settings.oidc_algorithms,
+            leeway_seconds=settings.oidc_leeway_seconds,
+        )
+        with contextlib.suppress(ServiceUnavailable):
+            await keys.refresh()
+        log.info("single sign-on: issuer %s, audience %s", config.issuer, config.audience)
+        return SignOn(
+            Verifier(config, keys),
+            admin_groups=settings.oidc_admin_groups,
+            cli_client_id=settings.oidc_cli_client_id,
+        )
 
     def _supervise(self) -> None:
         """Hand the supervisor the HTTP server and what every background component runs."""
@@ -354,6 +391,9 @@ class Service:
             self._socket.close()
             self._socket = None
         await self._stop_background()
+        if self._idp_client is not None:
+            await self._idp_client.aclose()
+            self._idp_client = None
         if self.reconcile_db is not None:
             await self.reconcile_db.close()
             self.reconcile_db = None

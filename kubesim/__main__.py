@@ -25,7 +25,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--time-scale", type=float, default=1.0, help="0 stops simulated time")
     p.add_argument("--no-controllers", action="store_true", help="API server only")
     p.add_argument("--bookmark-seconds", type=float, default=None)
+    p.add_argument(
+        "--wait-for-pods-ready-seconds",
+        type=float,
+        default=None,
+        help="Kueue's waitForPodsReady timeout (default 300, or "
+        "KUBESIM_WAIT_FOR_PODS_READY_SECONDS; 0 disables it)",
+    )
     return p.parse_args(argv)
+
+
+def _pods_ready(seconds: float | None) -> object:
+    if seconds is None:
+        return None  # the environment's or the default
+    from kubesim.controllers import WaitForPodsReady
+
+    return WaitForPodsReady(enable=seconds > 0, timeout=max(seconds, 0.0))
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -38,6 +53,7 @@ async def run(args: argparse.Namespace) -> None:
         controllers=not args.no_controllers,
         host=args.host,
         bookmark_interval=args.bookmark_seconds,
+        wait_for_pods_ready=_pods_ready(args.wait_for_pods_ready_seconds),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

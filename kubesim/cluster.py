@@ -54,13 +54,17 @@ class Cluster:
         bookmark_interval: float | None = None,
         watch_history: int | None = None,
         watch_queue_size: int | None = None,
+        wait_for_pods_ready: Any = None,
     ) -> None:
         """Knobs beyond the contract (also from the environment): `bookmark_interval`
         (`KUBESIM_BOOKMARK_SECONDS`, default 10), `watch_history` events kept for resumes
         (`KUBESIM_WATCH_HISTORY`, default 20000), `watch_queue_size` events a watcher may lag
-        before its 410 (`KUBESIM_WATCH_QUEUE`, default 10000)."""
+        before its 410 (`KUBESIM_WATCH_QUEUE`, default 10000), and Kueue's
+        `wait_for_pods_ready` (a `kubesim.controllers.WaitForPodsReady`; by default enabled
+        with a 300 s timeout, or `KUBESIM_WAIT_FOR_PODS_READY_SECONDS`, 0 disabling it)."""
         self.nodes, self.gpus_per_node, self.gpu_profile = nodes, gpus_per_node, gpu_profile
         self.port, self.host, self.with_controllers = port, host, controllers
+        self.wait_for_pods_ready = wait_for_pods_ready
         self.clock = Clock(time_scale)
         history = watch_history or int(_env_float("KUBESIM_WATCH_HISTORY", 20_000))
         self.store = Store(self.clock, history_size=history)
@@ -128,6 +132,7 @@ class Cluster:
                     nodes=self.nodes,
                     gpus_per_node=self.gpus_per_node,
                     gpu_profile=self.gpu_profile,
+                    wait_for_pods_ready=self.wait_for_pods_ready,
                 )
                 await self._controllers.start()
 

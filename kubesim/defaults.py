@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim.model import Obj, ResourceType, StoreError, invalid
+from kubesim.services import default_service, keep_allocated
 from kubesim.tables import clone
 
 JOB_MUTABLE_TEMPLATE_FIELDS = ("nodeSelector", "affinity", "tolerations", "schedulingGates")
@@ -76,6 +77,8 @@ def prepare_create(rt: ResourceType, obj: Obj) -> None:
         _default_job(obj)
     elif plural == "nodes":
         obj.setdefault("spec", {})
+    elif plural == "services":
+        default_service(obj)
     elif rt.has_status and rt.is_custom:
         obj.pop("status", None)
 
@@ -86,7 +89,9 @@ def _default_job(job: Obj) -> None:
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
+    # With per-index back-off the global limit is effectively off (the apiserver's MaxInt32).
+    per_index = spec.get("backoffLimitPerIndex") is not None
+    spec.setdefault("backoffLimit", 2147483647 if per_index else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
     spec.setdefault("manualSelector", False)
@@ -145,6 +150,15 @@ def check_job_update(rt: ResourceType, old: Obj, new: Obj) -> None:
         )
         if not may_edit or _strip_mutable(old_t) != _strip_mutable(new_t):
             causes.append(_immutable("spec.template"))
+    if causes:
+        raise invalid(rt, old["metadata"]["name"], causes)
+
+
+def check_service_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """A Service keeps its allocated cluster IPs; changing them is refused."""
+    if rt.plural != "services":
+        return
+    causes = keep_allocated(old, new)
     if causes:
         raise invalid(rt, old["metadata"]["name"], causes)
 

@@ -181,6 +181,8 @@ def _strategic_list(target: Any, patch: list[Any], field: str) -> Any:
     if field in SET_LISTS:
         return current + [clone_value(v) for v in patch if v not in current]
     key = MERGE_KEYS.get(field)
+    if field == "ports" and not any(isinstance(p, dict) and "containerPort" in p for p in patch):
+        key = "port"  # a Service's ports merge by port, a container's by containerPort
     if key is None or not all(isinstance(p, dict) for p in patch):
         return [clone_value(v) for v in patch if not (isinstance(v, dict) and "$patch" in v)]
     for item in patch:

@@ -1,7 +1,7 @@
 """Server-side printing: `kubectl get` asks for a `meta.k8s.io` Table (`Accept:
 application/json;as=Table;v=v1;g=meta.k8s.io,...`) and prints its columns as they come.
 
-Jobs, Pods and Kueue Workloads get the columns the real apiserver (and Kueue's printer
+Jobs, Pods, Services and Kueue Workloads get the columns the real apiserver (and Kueue's printer
 columns) give them; every other type the default Name and Age. Ages and durations are
 `duration.HumanDuration` of apimachinery (`45s`, `3m20s`, `5h10m`, `3d4h`). Each row carries
 the object's metadata (`PartialObjectMetadata`, which `kubectl get -A` reads the namespace
@@ -179,6 +179,28 @@ def _pod_field(*path: str) -> Cell:
     return cell
 
 
+# --- Services --------------------------------------------------------------------------------
+
+
+def _service_ports(svc: Obj, _now: datetime) -> str:
+    """`8080/TCP`, `80:30080/TCP` with a node port, `<none>` without ports (kubectl's form)."""
+    out = []
+    for port in (svc.get("spec") or {}).get("ports") or []:
+        node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+        out.append(f"{port.get('port')}{node_port}/{port.get('protocol', 'TCP')}")
+    return ",".join(out) or "<none>"
+
+
+def _service_selector(svc: Obj, _now: datetime) -> str:
+    labels = (svc.get("spec") or {}).get("selector") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "<none>"
+
+
+def _external_ip(svc: Obj, _now: datetime) -> str:
+    ips = (svc.get("spec") or {}).get("externalIPs") or []
+    return ",".join(ips) or "<none>"
+
+
 # --- Kueue Workloads ---------------------------------------------------------------------------
 
 
@@ -275,6 +297,22 @@ COLUMNS: dict[tuple[str, str], list[Column]] = {
             _pod_field("status", "nominatedNodeName"),
         ),
         ("Readiness Gates", "string", "", "The pod's readiness gates.", 1, lambda o, _n: "<none>"),
+    ],
+    ("", "services"): [
+        NAME,
+        ("Type", "string", "", "The type of the service.", 0, _pod_field("spec", "type")),
+        (
+            "Cluster-IP",
+            "string",
+            "",
+            "The IP address of the service.",
+            0,
+            _pod_field("spec", "clusterIP"),
+        ),
+        ("External-IP", "string", "", "The external IP of the service.", 0, _external_ip),
+        ("Port(s)", "string", "", "The ports of the service.", 0, _service_ports),
+        AGE,
+        ("Selector", "string", "", "The selector of the service.", 1, _service_selector),
     ],
     ("kueue.x-k8s.io", "workloads"): [
         NAME,

@@ -9,6 +9,10 @@ CRD schemas are derived), so they are written out here from the rules themselves
 - a Job's or Pod's container `resources.requests`/`limits` names: a standard resource (`cpu`,
   `memory`, `ephemeral-storage`, `hugepages-*`) or an extended resource name, fully qualified
   and outside `kubernetes.io` (`IsStandardContainerResourceName` / `IsExtendedResourceName`);
+- a Job's completion mode (Indexed needs `completions`), `backoffLimitPerIndex` (Indexed only,
+  and needed by `maxFailedIndexes` and by FailIndex rules) and `podFailurePolicy` (only with
+  `restartPolicy: Never`; each rule one of onExitCodes/onPodConditions, known actions and
+  operators, no exit code 0 under In);
 - a ResourceFlavor's `spec.nodeLabels` as labels, and its tolerations and taints as the CRD's
   CEL rules say (operator Exists when key is empty, no value with Exists, only Equal/Exists,
   only the three effects, NoExecute with `tolerationSeconds`).
@@ -140,4 +144,95 @@ def check(plural: str, obj: dict[str, Any]) -> list[Cause]:
     elif plural == "jobs":
         template = (spec.get("template") or {}).get("spec") or {}
         causes += _containers(template, "spec.template.spec")
+        if isinstance(template, dict):
+            causes += _job_modes(spec, template)
+    return causes
+
+
+def _job_modes(spec: dict[str, Any], template: dict[str, Any]) -> list[Cause]:
+    """`ValidateJobSpec` on completion modes, per-index back-off and the pod failure policy."""
+    causes: list[Cause] = []
+    mode = spec.get("completionMode", "NonIndexed")
+    if mode not in ("NonIndexed", "Indexed"):
+        causes.append(
+            (
+                "spec.completionMode",
+                f'Unsupported value: "{mode}": supported values: "NonIndexed", "Indexed"',
+            )
+        )
+    if mode == "Indexed" and spec.get("completions") is None:
+        causes.append(("spec.completions", "Required value: when completion mode is Indexed"))
+    per_index = spec.get("backoffLimitPerIndex")
+    if per_index is not None and mode != "Indexed":
+        causes.append(
+            (
+                "spec.backoffLimitPerIndex",
+                f"Invalid value: {per_index}: requires indexed completion mode",
+            )
+        )
+    if spec.get("maxFailedIndexes") is not None and per_index is None:
+        causes.append(
+            ("spec.backoffLimitPerIndex", "Required value: when maxFailedIndexes is specified")
+        )
+    policy = spec.get("podFailurePolicy")
+    if not isinstance(policy, dict):
+        return causes
+    restart = template.get("restartPolicy")
+    if restart != "Never":
+        causes.append(
+            (
+                "spec.template.spec.restartPolicy",
+                f'Invalid value: "{restart or ""}": only "Never" is supported when '
+                "podFailurePolicy is specified",
+            )
+        )
+    return causes + _policy_rules(policy, per_index)
+
+
+def _policy_rules(policy: dict[str, Any], per_index: object) -> list[Cause]:
+    causes: list[Cause] = []
+    for index, rule in enumerate(policy.get("rules") or []):
+        if not isinstance(rule, dict):
+            continue
+        at = f"spec.podFailurePolicy.rules[{index}]"
+        action = rule.get("action")
+        if action not in ("Count", "FailIndex", "FailJob", "Ignore"):
+            causes.append(
+                (
+                    f"{at}.action",
+                    f'Unsupported value: "{action or ""}": supported values: "Count", '
+                    '"FailIndex", "FailJob", "Ignore"',
+                )
+            )
+        elif action == "FailIndex" and per_index is None:
+            causes.append(
+                (
+                    f"{at}.action",
+                    'Invalid value: "FailIndex": requires the backoffLimitPerIndex to be set',
+                )
+            )
+        on_codes, on_conditions = rule.get("onExitCodes"), rule.get("onPodConditions")
+        if bool(on_codes) == bool(on_conditions):
+            causes.append(
+                (at, "Invalid value: specifying one of OnExitCodes and OnPodConditions is required")
+            )
+        if isinstance(on_codes, dict):
+            operator = on_codes.get("operator")
+            if operator not in ("In", "NotIn"):
+                causes.append(
+                    (
+                        f"{at}.onExitCodes.operator",
+                        f'Unsupported value: "{operator or ""}": supported values: "In", "NotIn"',
+                    )
+                )
+            values = on_codes.get("values") or []
+            if not values:
+                causes.append((f"{at}.onExitCodes.values", "Required value: at least one value"))
+            if operator == "In" and 0 in values:
+                causes.append(
+                    (
+                        f"{at}.onExitCodes.values",
+                        "Invalid value: 0: must not be 0 for the In operator",
+                    )
+                )
     return causes

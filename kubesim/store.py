@@ -38,6 +38,7 @@ from kubesim.defaults import (
     check_job_status,
     check_job_update,
     check_local_queue_update,
+    check_service_update,
     compose_write,
     normalise,
     prepare_create,
@@ -310,6 +311,7 @@ class Store(PatchMixin, DeletionMixin):
             self._admit(rt, "UPDATE", result, clone(old))
             check_job_update(rt, old, result)
             check_local_queue_update(rt, old, result)
+            check_service_update(rt, old, result)
             check_finalizers(rt, old, result)
         else:
             check_job_status(rt, old, result)

@@ -18,6 +18,7 @@ from kubernetes_validate import utils as kv_utils
 
 from kubesim import rules
 from kubesim.model import Obj, ResourceType, invalid
+from kubesim.services import service_causes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -150,8 +151,18 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
                     "field": "spec.template.spec.restartPolicy",
                 }
             )
-    for field, message in rules.check(rt.plural, obj):
-        causes.append({"reason": "FieldValueInvalid", "message": message, "field": field})
+    found = rules.check(rt.plural, obj)
+    if rt.plural == "services" and isinstance(obj.get("spec"), dict):
+        found += service_causes(obj["spec"])
+    for field, message in found:
+        reason = "FieldValueInvalid"
+        if message.startswith("Required value"):
+            reason = "FieldValueRequired"
+        elif message.startswith("Unsupported value"):
+            reason = "FieldValueNotSupported"
+        elif message.startswith("Duplicate value"):
+            reason = "FieldValueDuplicate"
+        causes.append({"reason": reason, "message": message, "field": field})
     return causes
 
 

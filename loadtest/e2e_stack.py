@@ -90,20 +90,20 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.asynccontextmanager
 async def e2e_stack(
-    admin_url: str, *, aicp_repo: Path = REPO, **aicp_env: str
+    admin_url: str, *, aicp_repo: Path = REPO, sim_nodes: int = 2, **aicp_env: str
 ) -> AsyncIterator[Stack]:
     """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
-    commit's, to compare), with this interpreter."""
+    commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each)."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env, aicp_repo) as stack,
+        _processes(database_url, aicp_env, aicp_repo, sim_nodes) as stack,
     ):
         yield stack
 
 
 @contextlib.asynccontextmanager
 async def _processes(
-    database_url: str, aicp_env: dict[str, str], aicp_repo: Path
+    database_url: str, aicp_env: dict[str, str], aicp_repo: Path, sim_nodes: int = 2
 ) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     try:
@@ -119,6 +119,8 @@ async def _processes(
                     "0",
                     "--kubeconfig-out",
                     str(kubeconfig),
+                    "--nodes",
+                    str(sim_nodes),
                 ],
                 {**os.environ},
                 directory / "kubesim.log",

@@ -4,11 +4,12 @@
 
 Starts kubesim and `python -m app serve` (see `e2e_stack.py`), drives aicp through its API
 only — binding, project, pool (created, quota changed), a workload to SUCCEEDED (its logs and
-manifest read), one that fails, one replaced by a new spec while running, one deleted while
-running, then the pool, the project and the binding deleted — and turns kubesim's request
-counters (`/_sim/stats`; aicp is kubesim's only client: this process reads nothing but the
-counters) into the (group, resource, verb) triples
-`tests/chart/test_rbac_matches_reconciler.py` compares with the chart's ClusterRole.
+manifest read), one that fails, a two-node one (its headless Service) to SUCCEEDED, one
+replaced by a new spec while running, one deleted while running, then the pool, the project
+and the binding deleted — and turns kubesim's request counters (`/_sim/stats`; aicp is
+kubesim's only client: this process reads nothing but the counters) into the (group,
+resource, verb) triples `tests/chart/test_rbac_matches_reconciler.py` compares with the
+chart's ClusterRole.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ async def golden_path(client: httpx.AsyncClient) -> None:
     submissions = {
         "ok": bench.workload_body("ok", env={"KUBESIM_RUN_SECONDS": "0.3", "KUBESIM_LOG": "done"}),
         "fails": bench.workload_body("fails", env={"KUBESIM_EXIT_CODE": "3"}),
+        "ranks": bench.workload_body("ranks", nodes=2, env={"KUBESIM_RUN_SECONDS": "0.3"}),
         "replaced": bench.workload_body("replaced", env={"KUBESIM_RUN_SECONDS": "600"}),
         "deleted": bench.workload_body("deleted", env={"KUBESIM_RUN_SECONDS": "600"}),
     }
@@ -54,6 +56,7 @@ async def golden_path(client: httpx.AsyncClient) -> None:
     (await client.get(f"{WORKLOADS}/ok/logs")).raise_for_status()
     (await client.get(f"{WORKLOADS}/ok/manifest")).raise_for_status()
     await bench.wait_state("fails", "FAILED")
+    await bench.wait_state("ranks", "SUCCEEDED")
 
     await bench.wait_state("replaced", "RUNNING")
     new_spec = bench.workload_body("replaced", env={"KUBESIM_RUN_SECONDS": "0.2"})

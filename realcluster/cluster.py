@@ -22,7 +22,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,11 @@ class ClusterOptions:
     gpus_per_node: int = 8
     profile: str = "h100"
     start_timeout: float = 90.0
+    #: Kueue's waitForPodsReady: the timeout (0 turns it off), as kubesim reads it from
+    #: KUBESIM_WAIT_FOR_PODS_READY_SECONDS (default Kueue's 300 s), and the requeuing back-off.
+    pods_ready_timeout: float = field(default_factory=lambda: _pods_ready_seconds())
+    pods_ready_backoff_base_seconds: int = 60
+    pods_ready_backoff_limit_count: int | None = None
 
 
 class RealCluster:
@@ -355,6 +360,27 @@ class RealCluster:
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
             "featureGates": {"VisibilityOnDemand": False},
+            **self._wait_for_pods_ready(),
+        }
+
+    def _wait_for_pods_ready(self) -> dict[str, Any]:
+        """All-or-nothing start, as kubesim's Kueue does it by default (docs/KUBESIM.md)."""
+        options = self.options
+        if options.pods_ready_timeout <= 0:
+            return {}
+        strategy: dict[str, Any] = {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": options.pods_ready_backoff_base_seconds,
+            "backoffMaxSeconds": 3600,
+        }
+        if options.pods_ready_backoff_limit_count is not None:
+            strategy["backoffLimitCount"] = options.pods_ready_backoff_limit_count
+        return {
+            "waitForPodsReady": {
+                "timeout": f"{options.pods_ready_timeout:g}s",
+                "blockAdmission": False,
+                "requeuingStrategy": strategy,
+            }
         }
 
 
@@ -399,6 +425,11 @@ def _node_ready(node: dict[str, Any]) -> bool:
     conditions = (node.get("status") or {}).get("conditions") or []
     ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
     return ready and not (node.get("spec") or {}).get("taints")
+
+
+def _pods_ready_seconds() -> float:
+    value = os.environ.get("KUBESIM_WAIT_FOR_PODS_READY_SECONDS")
+    return float(value) if value else 300.0
 
 
 def _random() -> str:

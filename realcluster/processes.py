@@ -50,12 +50,14 @@ class Component:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    label: str = "real cluster"
+    """What the component belongs to, first in its error messages."""
 
     def check_alive(self) -> None:
         code = self.process.poll()
         if code is not None:
             raise ComponentError(
-                f"real cluster: {self.name} exited with status {code}: "
+                f"{self.label}: {self.name} exited with status {code}: "
                 f"{_tail(self.log)} (log: {self.log})"
             )
 
@@ -86,11 +88,13 @@ class Supervisor:
 
     logs: Path
     components: list[Component] = field(default_factory=list)
+    label: str = "real cluster"
+    """What the components belong to, first in error messages (`Component.label`)."""
 
     def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
         if not Path(argv[0]).exists():
             raise ComponentError(
-                f"real cluster: {name}: {argv[0]} does not exist (make real-cluster)"
+                f"{self.label}: {name}: {argv[0]} does not exist (make real-cluster)"
             )
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
@@ -104,7 +108,7 @@ class Supervisor:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
-        component = Component(name, process, log)
+        component = Component(name, process, log, self.label)
         self.components.append(component)
         return component
 
@@ -123,7 +127,7 @@ class Supervisor:
                 pass
             if time.monotonic() > deadline:
                 raise ComponentError(
-                    f"real cluster: {component.name} not ready after {timeout:.0f} s "
+                    f"{self.label}: {component.name} not ready after {timeout:.0f} s "
                     f"(waiting for {what}); see {component.log}"
                 )
             time.sleep(delay)

@@ -89,11 +89,11 @@ ORDER BY created_at DESC, id DESC
 LIMIT $3;
 
 -- name: list_projects_by_id
--- A project token sees exactly its own project.
+-- A project token sees exactly its own project, a person those their groups are bound to.
 SELECT id, name, display_name, labels, generation, observed_generation, state, state_reason,
        deletion_requested_at, created_at, updated_at, created_by, limits
 FROM projects
-WHERE id = $1 AND (created_at, id) < ($2, $3)
+WHERE id = ANY($1::uuid[]) AND (created_at, id) < ($2, $3)
 ORDER BY created_at DESC, id DESC
 LIMIT $4;
 
@@ -1236,3 +1236,73 @@ SELECT count(*) FILTER (WHERE likely IS NOT NULL) AS samples,
 FROM workload_forecasts
 WHERE pool_id = $1 AND started_at IS NOT NULL
   AND started_at > now() - make_interval(secs => $2);
+-- ===== section: role bindings (identity-provider groups → roles; migration 0018) =====
+
+-- name: insert_role_binding
+-- $1 id, $2 group, $3 role, $4 project id (NULL: platform-admin), $5 created_by. No row: the
+-- group already has a binding in that scope.
+INSERT INTO role_bindings (id, group_name, role, project_id, created_by)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT DO NOTHING
+RETURNING id, group_name, role, project_id, created_at, created_by;
+
+-- name: list_role_bindings
+-- $1 project id (NULL: every binding), then the page cursor and limit.
+SELECT b.id, b.group_name, b.role, p.name AS project_name, b.created_at, b.created_by
+FROM role_bindings b LEFT JOIN projects p ON p.id = b.project_id
+WHERE ($1::uuid IS NULL OR b.project_id = $1) AND (b.created_at, b.id) < ($2, $3)
+ORDER BY b.created_at DESC, b.id DESC
+LIMIT $4;
+
+-- name: get_role_binding
+SELECT b.id, b.group_name, b.role, p.name AS project_name, b.project_id, b.created_at,
+       b.created_by
+FROM role_bindings b LEFT JOIN projects p ON p.id = b.project_id
+WHERE b.id = $1;
+
+-- name: delete_role_binding
+DELETE FROM role_bindings WHERE id = $1;
+
+-- name: role_bindings_of_groups
+-- What a person's groups ($1 text[]) give: every binding of any of them, with its project's
+-- name (projects being deleted included: their reads and deletes stay the admin's to finish).
+SELECT b.group_name, b.role, b.project_id, p.name AS project_name
+FROM role_bindings b LEFT JOIN projects p ON p.id = b.project_id
+WHERE b.group_name = ANY($1::text[]);
+
+-- name: project_name_by_id
+SELECT name FROM projects WHERE id = $1;
+
+-- ===== end section: role bindings =====
+
+-- ===== section: dashboard sessions (app/store/sessions.py) =====
+
+-- name: session_insert
+-- $2 the project token's id or $3 the admin token's digest (exactly one is set).
+INSERT INTO dashboard_sessions (id_sha256, token_id, admin_sha256, csrf, expires_at)
+VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8));
+
+-- name: session_lookup
+-- A live session and, for a project token's, the token as authenticate_token reads it.
+SELECT s.token_id, s.admin_sha256, s.csrf, s.expires_at AS session_expires_at,
+       t.project_id, p.name AS project_name, t.role, t.expires_at,
+       t.revoked_at IS NOT NULL AS revoked,
+       t.expires_at IS NOT NULL AND t.expires_at <= now() AS expired
+FROM dashboard_sessions s
+LEFT JOIN api_tokens t ON t.id = s.token_id
+LEFT JOIN projects p ON p.id = t.project_id
+WHERE s.id_sha256 = $1 AND s.expires_at > now();
+
+-- name: session_delete
+DELETE FROM dashboard_sessions WHERE id_sha256 = $1;
+
+-- name: dashboard_position
+-- The number of the newest change made so far (0 before the first: a sequence not yet called
+-- hands out last_value next). A dashboard reads it before its first page of workloads.
+SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS newest
+FROM workload_changes_change_id_seq;
+
+-- name: sessions_purge_expired
+DELETE FROM dashboard_sessions WHERE expires_at <= now();
+
+-- ===== end section: dashboard sessions =====

@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.support.kube_fixtures",
     "tests.support.service",
     "tests.support.real_cluster",
+    "tests.support.browser",
 ]
 
 # Property tests run on a shared, sometimes loaded machine: a per-example deadline would make

@@ -4,7 +4,7 @@ Litestar renders Swagger UI's page; its JavaScript, CSS and favicon come from th
 ``swagger-ui-py`` package (Swagger UI's own release files), served by this process under
 ``/schema/swagger-ui/``, so the page works on a machine with no internet access. The page reads
 the same OpenAPI document as ``/schema/openapi.json``; "Authorize" takes a bearer token.
-``/`` leads there (a redirect), so the server's bare URL in a browser shows the API.
+The server's bare URL ``/`` is the web dashboard (app/api/dashboard/).
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from litestar import get
 from litestar.openapi.plugins import SwaggerRenderPlugin
-from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 
 if TYPE_CHECKING:
@@ -24,12 +22,6 @@ if TYPE_CHECKING:
 ASSETS_PATH = "/schema/swagger-ui"
 PAGE_PATH = "/swagger"  # under the OpenAPI path: /schema/swagger
 SWAGGER_URL_PATH = "/schema" + PAGE_PATH
-
-
-@get("/", include_in_schema=False)
-async def root() -> Redirect:
-    """The bare URL: the interactive API documentation."""
-    return Redirect(path=SWAGGER_URL_PATH, status_code=307)
 
 
 def _assets_directory() -> Path:

@@ -15,17 +15,20 @@ from litestar.openapi.spec import Components, SecurityScheme
 from app.api import (
     bindings,
     creating,
+    dashboard,
     events,
     forecasts,
     pools,
     projects,
+    role_bindings,
     shutdown,
+    sign_on,
     tokens,
     watches,
     workload_views,
     workloads,
 )
-from app.api.api_docs import root, swagger_assets, swagger_plugin
+from app.api.api_docs import swagger_assets, swagger_plugin
 from app.api.auth import LIMITER_KEY, REJECTED_KEY, authorize
 from app.api.bodies import check_body
 from app.api.deps import database_provider, paging_provider, provide_caller
@@ -34,6 +37,7 @@ from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
 from app.api.methods import MethodSemantics
 from app.api.observe import Observed
 from app.api.paging import Paging
+from app.api.people import SIGN_ON_KEY
 from app.api.problems import problem_response
 from app.api.ratelimit import RateLimiter
 from app.api.validation import MAX_BODY_BYTES
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
 
     from litestar.types import ASGIApp
 
+    from app.api.people import SignOn
     from app.api.ratelimit import RateLimits
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
@@ -85,6 +90,9 @@ class ApiDependencies:
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
     # The start deadline filled into a workload spec that names none.
     workload_start_deadline_seconds: int = DEFAULT_START_DEADLINE_SECONDS
+    # Single sign-on: the OpenID Connect issuer's verifier and role bootstrap; None: API
+    # tokens only (a bearer JWT is 401).
+    sign_on: SignOn | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -93,6 +101,8 @@ def _resource_routes() -> list[Any]:
         *projects.ROUTES,
         *tokens.ROUTES,
         *bindings.ROUTES,
+        *role_bindings.ROUTES,
+        *sign_on.ROUTES,
         *pools.ROUTES,
         *forecasts.ROUTES,
         *workloads.ROUTES,
@@ -117,7 +127,8 @@ def _openapi_config() -> OpenAPIConfig:
                 "bearer": SecurityScheme(
                     type="http",
                     scheme="bearer",
-                    description="The platform admin token or a project token (`aicp_...`).",
+                    description="The platform admin token, a project token (`aicp_...`), or an "
+                    "OpenID Connect access token of the configured issuer (a JWT).",
                 )
             }
         ),
@@ -135,7 +146,14 @@ def create_app(deps: ApiDependencies) -> Litestar:
         security=[{"bearer": []}],
     )
     app = Litestar(
-        route_handlers=[api, root, healthz, readyz, metrics_endpoint, swagger_assets()],
+        route_handlers=[
+            api,
+            *dashboard.routes(),
+            healthz,
+            readyz,
+            metrics_endpoint,
+            swagger_assets(),
+        ],
         dependencies={
             "db": database_provider(deps.db),
             "caller": Provide(provide_caller),
@@ -154,6 +172,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     app.state["liveness"] = deps.liveness
     app.state["kube"] = deps.kube
     app.state["token_cache"] = deps.token_cache
+    app.state[SIGN_ON_KEY] = deps.sign_on
     app.state[tokens.TOKENS_PER_PROJECT_KEY] = deps.tokens_per_project
     app.state[creating.STATE_KEY] = deps.reconciler
     app.state[watches.STATE_KEY] = deps.feed

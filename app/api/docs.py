@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 
 _DESCRIPTIONS = {
     400: "malformed-json: the body is not JSON",
-    401: "unauthorized: missing, malformed, unknown, expired or revoked token",
-    403: "forbidden: the token's role is too low (`required_role` names the one needed)",
+    401: "unauthorized: missing, malformed, unknown, expired or revoked token, or an OpenID "
+    "Connect access token that does not verify (the detail says why)",
+    403: "forbidden: the token's role is too low (`required_role` names the one needed), or "
+    "no role binding matches a signed-in person's groups (`required_role: role-binding`); "
+    "csrf-rejected: a dashboard session's write without its X-CSRF-Token header",
     404: "not-found: no such resource visible to this token",
     409: "already-exists, being-deleted, in-use (`referenced_by`), token-limit-reached "
     "(`limit`) or limit-below-allocation (`exceeded`)",
@@ -46,7 +49,8 @@ _DESCRIPTIONS = {
     429: "too-many-requests: this token's, this project's or this client's rate limit is "
     "spent, or too-many-streams: a limit of open streams or log follows is reached (`limit` "
     "names it); retry after Retry-After seconds",
-    503: "service-unavailable: the database is unreachable; see Retry-After",
+    503: "service-unavailable: the database, or the identity provider's signing keys for an "
+    "unknown key id, unreachable; see Retry-After",
 }
 
 #: `opt` key of a handler that also answers an event stream of this struct (`?watch=true`).

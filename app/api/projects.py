@@ -104,7 +104,8 @@ async def create_project(
 @get(
     "/projects",
     summary="List projects",
-    description="The platform admin sees every project; a project token sees its own. "
+    description="The platform admin sees every project; a project token sees its own; a "
+    "person signed in through OpenID Connect sees those their groups are bound to. "
     "Newest first; page with `cursor`.",
     responses=problems(*READ),
     tags=["projects"],
@@ -116,11 +117,11 @@ async def list_projects(
     limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
 ) -> ProjectList:
-    only_id = None if caller.is_admin else caller.token_project_id
-    page = paging.list("projects", only_id)
+    only_ids = caller.visible_project_ids
+    page = paging.list("projects", *(only_ids if only_ids is not None else (None,)))
     async with db.connection() as conn:
         items, position = await projects.page(
-            conn, only_id=only_id, after=page.after(cursor), limit=limit
+            conn, only_ids=only_ids, after=page.after(cursor), limit=limit
         )
     return ProjectList(items=items, next_cursor=page.next(position))
 

@@ -4,7 +4,8 @@ Lineage: a project token creates tokens only of its own role or lower (else 403)
 that outlives it (else 422 on ``expires_in_days``), and never one that never expires (403:
 only the platform admin may); the new token records its minter, and revoking a token revokes
 every token it minted, recursively. A project holds at most ``AICP_TOKENS_PER_PROJECT`` live
-tokens (409 ``token-limit-reached``).
+tokens (409 ``token-limit-reached``). A person signed in through OpenID Connect (a project admin
+by their groups) follows the same role and expiry rules; their tokens descend from no token.
 """
 
 import uuid
@@ -39,7 +40,7 @@ TOKENS_PER_PROJECT_KEY = "tokens_per_project"
 def check_lineage(caller: Caller, data: TokenCreate) -> tokens.Minter | None:
     """The minter of the token `caller` asks for, once the request keeps the lineage rules
     (module docstring); None for the platform admin, who may mint any token."""
-    if caller.is_admin or caller.token_id is None:
+    if caller.is_admin:
         return None
     assert caller.role is not None
     asked = Role(data.role)
@@ -54,6 +55,10 @@ def check_lineage(caller: Caller, data: TokenCreate) -> tokens.Minter | None:
             PLATFORM_ADMIN,
             "Only the platform admin creates tokens that never expire; give expires_in_days.",
         )
+    if caller.token_id is None:
+        # A person (OpenID Connect): the token is no descendant of another, and the person's
+        # short-lived access token does not bound its life.
+        return None
     if caller.expires_at is not None:
         left = caller.expires_at - datetime.now(UTC)
         if timedelta(days=data.expires_in_days) > left:

@@ -34,7 +34,7 @@ from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import FieldError, NotFound, ValidationFailed
-from app.domain.kube_objects import Manifest
+from app.domain.kube_objects import Manifest, completion_index
 from app.domain.labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.render import render_job
 from app.domain.render.inputs import JobIdentity
@@ -63,6 +63,10 @@ Since = Annotated[
 Replica = Annotated[
     int | None,
     Parameter(ge=0, le=63, description="Only the N-th pod (0-based, pods in name order)"),
+]
+Rank = Annotated[
+    int | None,
+    Parameter(ge=0, le=63, description="Only rank N's pod (a multi-node workload, 0-based)"),
 ]
 Follow = Annotated[
     bool,
@@ -129,20 +133,63 @@ def _started(pod: Manifest) -> bool:
     return bool((pod.get("status") or {}).get("phase", "Pending") != "Pending")
 
 
+def _by_rank(pods: list[Manifest]) -> dict[int, Manifest]:
+    """The newest pod of each rank (an earlier attempt's pod may still be going)."""
+    newest: dict[int, Manifest] = {}
+    for pod in pods:
+        rank = completion_index(pod)
+        if rank is None:
+            continue
+        created = str(pod["metadata"].get("creationTimestamp") or "")
+        seen = newest.get(rank)
+        if seen is None or created >= str(seen["metadata"].get("creationTimestamp") or ""):
+            newest[rank] = pod
+    return dict(sorted(newest.items()))
+
+
+def _prefixed(pods: list[Manifest], ranks: bool) -> list[tuple[Manifest, str]]:
+    """Each pod with the prefix of its lines: `[rank N] ` for the ranks of a multi-node
+    workload, `[<pod>] ` when a single-node workload has several pods, else none."""
+    if ranks:
+        return [(pod, f"[rank {rank}] ") for rank, pod in _by_rank(pods).items()]
+    several = len(pods) > 1
+    return [(pod, f"[{pod['metadata']['name']}] " if several else "") for pod in pods]
+
+
+def _check_selectors(row: WorkloadRow, replica: int | None, rank: int | None) -> None:
+    """`replica` is for workloads of one node, `rank` for multi-node ones (422 otherwise)."""
+    nodes = int(row.spec.get("nodes") or 1)
+    replicas = int(row.spec.get("replicas") or 1)
+    if nodes > 1 and replica is not None:
+        message = f"a multi-node workload ({nodes} nodes) has ranks: use rank instead"
+        raise ValidationFailed([FieldError("replica", message)])
+    if nodes == 1 and rank is not None:
+        message = "the workload runs on one node: use replica for its pods"
+        raise ValidationFailed([FieldError("rank", message)])
+    if rank is not None and rank >= nodes:
+        raise ValidationFailed(
+            [FieldError("rank", f"must be below the workload's nodes ({nodes})")]
+        )
+    if replica is not None and replica >= replicas:
+        raise ValidationFailed(
+            [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
+        )
+
+
 async def _followed(
     kube: KubeClient,
     namespace: str,
-    pods: list[str],
+    pods: list[tuple[str, str]],
     tail: int,
     since: int | None,
     stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
-    """Every pod's log as it is printed, line by line (prefixed with the pod when several),
-    until every container has ended, or the server stops (then a last line says so)."""
+    """Every pod's log as it is printed, line by line, each with its pod's prefix, until
+    every container has ended, or the server stops (then a last line says so)."""
     lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1000)
 
-    async def pump(pod: str) -> None:
-        prefix = f"[{pod}] ".encode() if len(pods) > 1 else b""
+    async def pump(pod: str, label: str) -> None:
+        prefix = label.encode()
         pending = b""
         try:
             async for chunk in follow_pod_log(
@@ -164,7 +211,7 @@ async def _followed(
         finally:
             await lines.put(None)
 
-    tasks = [asyncio.create_task(pump(pod), name=f"logs:{pod}") for pod in pods]
+    tasks = [asyncio.create_task(pump(pod, label), name=f"logs:{pod}") for pod, label in pods]
     stopped = asyncio.create_task(stopping.wait(), name="logs:stopping")
     try:
         running = len(tasks)
@@ -211,7 +258,9 @@ async def _counted(
     "With several pods each line is prefixed with `[<pod name>] `. 404 while the workload has "
     "no pod (not created or admitted yet, or removed); 503 when Kubernetes is unreachable. "
     "`since_seconds` keeps only newer lines; `replica=N` shows the N-th pod only (0-based, in "
-    "name order). `follow=true` streams: those lines, then each new one as it is printed, "
+    "name order). A multi-node workload's lines are prefixed `[rank N] ` instead, and "
+    "`rank=N` shows rank N only (`replica` is 422 for it). `follow=true` streams: those "
+    "lines, then each new one as it is printed, "
     "until every followed container has ended (404 while no pod has started).",
     media_type="text/plain",
     responses=problems(*READ),
@@ -226,6 +275,7 @@ async def get_logs(
     tail: Tail = DEFAULT_TAIL,
     since_seconds: Since = None,
     replica: Replica = None,
+    rank: Rank = None,
     follow: Follow = False,
 ) -> Response[Any]:
     project = caller.require_project()
@@ -234,11 +284,7 @@ async def get_logs(
     held = follows.open_follow(caller.actor, project.id) if follow and follows else None
     try:
         row = await _current_row(db, project, name)
-        replicas = int(row.spec.get("replicas") or 1)
-        if replica is not None and replica >= replicas:
-            raise ValidationFailed(
-                [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
-            )
+        _check_selectors(row, replica, rank)
         kube: KubeClient | None = request.app.state.get("kube")
         if kube is None:
             raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
@@ -252,9 +298,16 @@ async def get_logs(
             if replica >= len(pods):
                 raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
             pods = [pods[replica]]
+        chosen = _prefixed(pods, ranks=int(row.spec.get("nodes") or 1) > 1)
+        if rank is not None:
+            chosen = [(pod, "") for pod, label in chosen if label == f"[rank {rank}] "]
+            if not chosen:
+                raise NotFound(f"Workload {name!r} has no pod of rank {rank} yet.")
         namespace = _identity(row).namespace
         if follow:
-            started = [str(pod["metadata"]["name"]) for pod in pods if _started(pod)]
+            started = [
+                (str(pod["metadata"]["name"]), label) for pod, label in chosen if _started(pod)
+            ]
             if not started:
                 raise NotFound(
                     f"No pod of workload {name!r} has started yet (state {row.state}); follow "
@@ -276,12 +329,19 @@ async def get_logs(
                 media_type="text/plain; charset=utf-8",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        names = [str(pod["metadata"]["name"]) for pod in pods]
-        texts = [(pod, await _pod_text(kube, namespace, pod, tail, since_seconds)) for pod in names]
-        if len(texts) == 1:
+        texts = [
+            (
+                label,
+                await _pod_text(kube, namespace, str(pod["metadata"]["name"]), tail, since_seconds),
+            )
+            for pod, label in chosen
+        ]
+        if len(texts) == 1 and not texts[0][0]:
             body = texts[0][1]
         else:
-            body = "".join(f"[{pod}] {line}\n" for pod, text in texts for line in text.splitlines())
+            body = "".join(
+                f"{label}{line}\n" for label, text in texts for line in text.splitlines()
+            )
         return Response(body, media_type="text/plain; charset=utf-8")
     except BaseException:
         if follows is not None and held is not None:

@@ -68,7 +68,8 @@ def workload_location(project: str, name: str) -> str:
     return f"/api/v1/projects/{project}/workloads/{name}"
 
 
-def _state(value: str | None) -> str | None:
+def state_filter_value(value: str | None) -> str | None:
+    """The `state` filter of a list or stream (422 naming `state` when it is not one)."""
     if value is None or value in WorkloadState.__members__:
         return value
     allowed = ", ".join(WorkloadState)
@@ -180,7 +181,7 @@ async def list_workloads(
     last_event_id: LastEventId = None,
 ) -> Response[Any]:
     project = caller.require_project()
-    state = _state(state_filter)
+    state = state_filter_value(state_filter)
     if watch:
         async with db.connection() as conn:
             view = await workloads.workload_filter(

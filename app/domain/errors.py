@@ -16,6 +16,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     ├── MalformedJson                           400 malformed-json
     ├── Unauthorized                            401 unauthorized
     ├── Forbidden                               403 forbidden          required_role
+    ├── CsrfRejected                            403 csrf-rejected      (dashboard session)
     ├── NotFound                                404 not-found
     ├── Conflict                                409
     │   ├── AlreadyExists                       409 already-exists
@@ -218,6 +219,14 @@ class Forbidden(AicpError):
         return {"required_role": self.required_role}
 
 
+class CsrfRejected(AicpError):
+    """A dashboard session's write must carry its X-CSRF-Token header."""
+
+    slug = "csrf-rejected"
+    status = 403
+    title = "CSRF token missing or wrong"
+
+
 class NotFound(AicpError):
     """No such resource is visible to this token."""
 
@@ -413,7 +422,7 @@ class ServiceUnavailable(AicpError):
     slug = "service-unavailable"
     status = 503
     title = "Service unavailable"
-    retry_after_seconds: ClassVar[int] = 1
+    retry_after_seconds: int = 1  # an instance may say more (the identity provider's wait)
 
 
 class StoreUnavailable(ServiceUnavailable):

@@ -1,7 +1,7 @@
 """The kinds of resource aicp keeps, as the database, leases, events and tombstones name them.
 
 `Kind` is a reconciled kind: one with a lease, a reconcile step and a tombstone. Events also
-name the two kinds of plain configuration (`SubjectKind`). The database states the same sets as
+name the kinds of plain configuration too (`SubjectKind`). The database states the same sets as
 CHECK constraints (`sql/migrations/0003_vocabulary.sql`).
 """
 
@@ -12,7 +12,7 @@ from typing import Final, Literal, get_args
 Kind = Literal["project", "pool", "workload"]
 """A reconciled kind: leased, reconciled by a step, finalized into a tombstone."""
 
-SubjectKind = Literal["project", "pool", "workload", "binding", "token"]
+SubjectKind = Literal["project", "pool", "workload", "binding", "token", "role-binding"]
 """What an event row can be about."""
 
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)

@@ -130,6 +130,18 @@ def node_name(pod: KubeObject) -> str | None:
     return str(value) if value else None
 
 
+#: The pod annotation (and label) in which the Job controller writes an Indexed Job pod's index.
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+
+
+def completion_index(pod: KubeObject) -> int | None:
+    """The rank of an Indexed Job's pod (its completion index), None for any other pod."""
+    value = field(pod, "metadata", "annotations", COMPLETION_INDEX_ANNOTATION)
+    if value is None:
+        value = field(pod, "metadata", "labels", COMPLETION_INDEX_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
 def main_status(pod: KubeObject) -> KubeObject | None:
     """The container status of `main` (or the only container), if the kubelet reported one."""
     statuses = [

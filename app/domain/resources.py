@@ -155,3 +155,57 @@ class Problem(msgspec.Struct, kw_only=True, omit_defaults=True):
     accelerator_class: str | None = None
     requested: dict[str, str] | None = None
     pool_capacity: dict[str, str] | None = None
+
+
+class RoleBinding(msgspec.Struct, kw_only=True):
+    """Members of `group` have `role` (in `project`; none for platform-admin)."""
+
+    id: str
+    group: str
+    role: Annotated[str, msgspec.Meta(examples=["editor"])]
+    project: str | None
+    created_at: datetime
+    created_by: str
+
+
+class RoleBindingList(msgspec.Struct, kw_only=True):
+    """A page of role bindings, newest first."""
+
+    items: list[RoleBinding]
+    next_cursor: str | None
+
+
+class ProjectGrant(msgspec.Struct, kw_only=True):
+    """A role the caller has in one project, and the groups that give it."""
+
+    project: str
+    role: str
+    groups: list[str]
+
+
+class WhoAmI(msgspec.Struct, kw_only=True):
+    """Who the bearer token names and what it may do."""
+
+    kind: Annotated[
+        str,
+        msgspec.Meta(description="`admin` (the platform admin token), `token` or `oidc`"),
+    ]
+    actor: Annotated[str, msgspec.Meta(description="what events and audit rows record")]
+    platform_admin: bool
+    roles: list[ProjectGrant]
+    subject: str | None = None
+    username: str | None = None
+    issuer: str | None = None
+    groups: list[str] = []
+    admin_groups: Annotated[
+        list[str], msgspec.Meta(description="the groups that make the caller platform admin")
+    ] = []
+    expires_at: datetime | None = None
+
+
+class SignOnInfo(msgspec.Struct, kw_only=True):
+    """How to sign a person in through OpenID Connect."""
+
+    issuer: str
+    audience: str
+    cli_client_id: str

@@ -25,6 +25,8 @@ RESERVED_NAME_PREFIXES = ("aicp-", "kube-", "system-")
 #: The start deadline of a workload whose spec names none (`AICP_WORKLOAD_START_DEADLINE_SECONDS`).
 DEFAULT_START_DEADLINE_SECONDS = 3600
 MAX_START_DEADLINE_SECONDS = 30 * 86400
+#: The most ranks (pods) of one distributed workload.
+MAX_NODES = 64
 
 ProjectName = Annotated[
     str,
@@ -198,7 +200,24 @@ class WorkloadSpec(_Body):
     accelerators: Annotated[int, msgspec.Meta(ge=0, le=64, description="per replica")] = 0
     cpu: Quantity = "1"
     memory: Quantity = "1Gi"
-    replicas: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    replicas: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1,
+            le=64,
+            description="independent copies of one pod; must be 1 when nodes is above 1",
+        ),
+    ] = 1
+    nodes: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1,
+            le=MAX_NODES,
+            description="pods of one distributed run (ranks 0..nodes-1), admitted and started "
+            "together, each with accelerators, cpu and memory, that fail together and find "
+            "each other through the rendezvous environment",
+        ),
+    ] = 1
     max_runtime_seconds: Annotated[int, msgspec.Meta(ge=60, le=30 * 86400)] = 86400
     start_deadline_seconds: (
         Annotated[
@@ -216,3 +235,34 @@ class WorkloadSpec(_Body):
     retries: Annotated[int, msgspec.Meta(ge=0, le=10)] = 0
     priority: Priority = "normal"
     labels: Annotated[dict[str, str], msgspec.Meta(max_length=16)] = {}
+
+    @property
+    def distributed(self) -> bool:
+        """A multi-node workload: an Indexed Job of `nodes` ranks with a headless Service."""
+        return self.nodes > 1
+
+    @property
+    def pods(self) -> int:
+        """How many pods the workload runs at once: its ranks, or its replicas."""
+        return self.nodes if self.distributed else self.replicas
+
+
+BindingRole = Literal["platform-admin", "admin", "editor", "viewer"]
+
+
+class RoleBindingCreate(_Body):
+    """Give the members of an identity-provider group a role: `platform-admin` (no project),
+    or `admin`, `editor` or `viewer` of one project."""
+
+    group: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=512,
+            pattern=PRINTABLE_PATTERN,
+            description="a group name as the groups claim carries it",
+            examples=["vision-team"],
+        ),
+    ]
+    role: BindingRole
+    project: ProjectName | None = None

@@ -20,6 +20,7 @@ import msgspec
 from docker_image.reference import InvalidReference, Reference
 
 from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
+from app.domain.render.rendezvous import RENDEZVOUS_ENV
 from app.domain.specs import (
     NAME_PATTERN,
     RESERVED_NAME_PREFIXES,
@@ -319,7 +320,30 @@ def check_workload(spec: WorkloadSpec) -> list[Violation]:
         *check_memory("memory", spec.memory, allow_zero=False),
         *check_env("env", spec.env),
         *check_labels("labels", spec.labels),
+        *check_nodes(spec),
     ]
+
+
+def check_nodes(spec: WorkloadSpec) -> list[Violation]:
+    """A multi-node workload is one pod per rank: `replicas` must stay 1, and its `env` may
+    not set the rendezvous variables aicp injects (`app.domain.render.rendezvous`)."""
+    if not spec.distributed:
+        return []
+    found: list[Violation] = []
+    if spec.replicas != 1:
+        found.append(
+            (
+                "replicas",
+                f"must be 1 when nodes is {spec.nodes}: a multi-node workload runs one pod per "
+                "rank (nodes); for independent copies use replicas with nodes 1",
+            )
+        )
+    found.extend(
+        (f"env.{key}", "is reserved: aicp sets it for every rank of a multi-node workload")
+        for key in spec.env
+        if key in RENDEZVOUS_ENV and not key.startswith(RESERVED_ENV_PREFIX)  # said already
+    )
+    return found
 
 
 class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
@@ -343,7 +367,7 @@ class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
         ]
         return (
             f"The workload asks for more than compute pool {self.compute_pool!r} can ever "
-            f"provide ({', '.join(parts)}); lower replicas or the per-replica request, "
+            f"provide ({', '.join(parts)}); lower nodes, replicas or the per-pod request, "
             "or raise the pool's quota."
         )
 
@@ -356,7 +380,7 @@ def check_fits_pool(
     Assumes `spec` and `quota` already passed `check_workload` / `check_quota` (quantities
     parse). Comparison is exact (Decimal), so `"2Ti"` against `2048Gi` fits.
     """
-    replicas = spec.replicas
+    replicas = spec.pods
     accelerators = spec.accelerators * replicas
     cpu = parse_quantity(spec.cpu) * replicas
     memory = parse_quantity(spec.memory) * replicas

@@ -59,6 +59,28 @@ class AcceleratorFacts(msgspec.Struct, kw_only=True):
     count: Annotated[int | None, msgspec.Meta(examples=[8])] = None
 
 
+class RankFacts(msgspec.Struct, kw_only=True):
+    """One rank of a multi-node workload: its pod, where it ran, and how it ended."""
+
+    rank: Annotated[int, msgspec.Meta(ge=0, examples=[0])]
+    pod: Annotated[str | None, msgspec.Meta(examples=["train-7b-3f2a1c-g1-0-x7k2p"])] = None
+    node: Annotated[str | None, msgspec.Meta(examples=["gpu-node-1"])] = None
+    accelerator_product: Annotated[str | None, msgspec.Meta(examples=["NVIDIA-H100-80GB-HBM3"])] = (
+        None
+    )
+    phase: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="the pod's phase: Pending, Running, Succeeded or Failed",
+            examples=["Running"],
+        ),
+    ] = None
+    exit_code: int | None = None
+    oom_killed: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
 class ObservedFacts(msgspec.Struct, kw_only=True):
     """Decoder for the `observed` column; unknown keys are ignored (the reconciler may grow)."""
 
@@ -70,6 +92,7 @@ class ObservedFacts(msgspec.Struct, kw_only=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     exit_code: int | None = None
+    ranks: list[RankFacts] = []
     #: QUEUED: the standing the controller last wrote (app.reconcile.steps.planning).
     queue: QueueStanding | None = None
 
@@ -103,6 +126,10 @@ class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     exit_code: int | None = None
+    ranks: Annotated[
+        list[RankFacts],
+        msgspec.Meta(description="per rank of a multi-node workload (empty for one node)"),
+    ] = []
     queue: Annotated[
         QueueStanding | None,
         msgspec.Meta(
@@ -205,6 +232,7 @@ def workload_from_row(row: Row, project: str) -> WorkloadResource:
             started_at=observed.started_at,
             finished_at=observed.finished_at,
             exit_code=observed.exit_code,
+            ranks=observed.ranks,
             queue=queue,
             updated_at=row["updated_at"],
         ),

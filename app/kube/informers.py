@@ -12,6 +12,8 @@ Namespaces.
 | ClusterQueue | `app.kubernetes.io/managed-by=aicp` (usage for the pools' status)    |
 | Namespace    | `app.kubernetes.io/managed-by=aicp` (a project's namespace deleted   |
 |              | by hand is re-created: drift)                                        |
+| Service      | `app.kubernetes.io/managed-by=aicp` (a multi-node workload's headless |
+|              | Service deleted by hand is re-created: drift)                        |
 
 Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
 `kueue.x-k8s.io/job-uid` (the Job's uid), Pods by `batch.kubernetes.io/controller-uid` (the
@@ -39,6 +41,7 @@ from app.kube.resources import (
     NAMESPACES,
     NODES,
     PODS,
+    SERVICES,
     WORKLOADS,
     Resource,
 )
@@ -105,6 +108,7 @@ class Informers:
         self.nodes = informer(NODES)
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
         self.namespaces = informer(NAMESPACES, MANAGED_BY_SELECTOR)
+        self.services = informer(SERVICES, MANAGED_BY_SELECTOR)
         self.jobs.index_by_label(QUEUE_NAME_LABEL)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
@@ -119,6 +123,7 @@ class Informers:
             self.nodes,
             self.cluster_queues,
             self.namespaces,
+            self.services,
         )
 
     def on_change(self, handler: Handler) -> None:

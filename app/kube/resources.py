@@ -94,6 +94,7 @@ NAMESPACES = Resource("", "v1", "namespaces", "Namespace", False, "core", "names
 NODES = Resource("", "v1", "nodes", "Node", False, "core", "node")
 PODS = Resource("", "v1", "pods", "Pod", True, "core", "pod")
 JOBS = Resource("batch", "v1", "jobs", "Job", True, "batch", "job")
+SERVICES = Resource("", "v1", "services", "Service", True, "core", "service")
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload", True)
 CLUSTER_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
@@ -110,6 +111,7 @@ KNOWN: dict[tuple[str, str], Resource] = {
         NODES,
         PODS,
         JOBS,
+        SERVICES,
         WORKLOADS,
         CLUSTER_QUEUES,
         LOCAL_QUEUES,

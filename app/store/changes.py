@@ -54,6 +54,13 @@ async def newest_and_oldest(conn: Connection) -> tuple[int, int | None]:
     return int(row["newest"]), row["oldest"]
 
 
+async def position(conn: Connection) -> int:
+    """The newest change made so far; 0 before the first (unlike `newest_and_oldest`, whose
+    newest is the sequence's next value until it was first called)."""
+    value = await conn.fetchval(QUERIES["dashboard_position"])
+    return int(value)
+
+
 async def of_project(
     conn: Connection,
     project_id: uuid.UUID,

@@ -28,6 +28,8 @@ from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import asyncpg
 
     from app.domain.specs import ProjectLimits
@@ -107,10 +109,15 @@ async def get(conn: Connection, name: str) -> Project:
 
 
 async def page(
-    conn: Connection, *, only_id: uuid.UUID | None, after: Position | None, limit: int
+    conn: Connection,
+    *,
+    only_ids: Sequence[uuid.UUID] | None,
+    after: Position | None,
+    limit: int,
 ) -> tuple[list[Project], Position | None]:
-    """All projects (``only_id`` None: the platform admin) or just one (a project token)."""
-    if only_id is None:
+    """All projects (``only_ids`` None: the platform admin) or just these (a project token's
+    own, or those a person's groups are bound to)."""
+    if only_ids is None:
         rows, position = await fetch_page(
             conn, QUERIES["list_projects"], after=after, limit=limit, first_id=NIL_UUID
         )
@@ -118,7 +125,7 @@ async def page(
         rows, position = await fetch_page(
             conn,
             QUERIES["list_projects_by_id"],
-            only_id,
+            list(only_ids),
             after=after,
             limit=limit,
             first_id=NIL_UUID,

@@ -52,6 +52,14 @@ def _replaced_reason(generation: int) -> str:
     )
 
 
+def _pods_times(spec: WorkloadSpec) -> str:
+    """How a shortfall's total is made: `replicas x per-replica` (as always) or, for a
+    multi-node workload, `nodes (4) x per-node`."""
+    if spec.distributed:
+        return f"nodes ({spec.nodes}) x per-node"
+    return "replicas x per-replica"
+
+
 async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: WorkloadSpec) -> uuid.UUID:
     """Key-share-lock the spec's pool and check the workload can ever fit it; its id."""
     pool = await pools.lock_for_workload(conn, project, spec.compute_pool)
@@ -67,7 +75,7 @@ async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: Workloa
             errors=[
                 FieldError(
                     name,
-                    f"replicas x per-replica {name} = {shortfall.requested[name]} exceeds the "
+                    f"{_pods_times(spec)} {name} = {shortfall.requested[name]} exceeds the "
                     f"pool's {shortfall.pool_capacity[name]}",
                 )
                 for name in shortfall.exceeded

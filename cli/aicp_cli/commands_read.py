@@ -160,6 +160,16 @@ def describe(ctx: click.Context, resource: str, name: str) -> None:
     _describe(found, events)
 
 
+def _accelerators_line(spec: dict[str, Any]) -> tuple[str, str]:
+    nodes = spec.get("nodes") or 1
+    if nodes > 1:
+        return ("Accelerators", f"{spec.get('accelerators')} per node x {nodes} nodes (ranks)")
+    return (
+        "Accelerators",
+        f"{spec.get('accelerators')} per replica x {spec.get('replicas')} replica(s)",
+    )
+
+
 def _start_deadline(seconds: Any) -> str:
     if seconds is None:
         return "none (submitted before start deadlines existed)"
@@ -210,10 +220,7 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
         [
             ("Image", spec.get("image")),
             ("Command", command or "(the image's default)"),
-            (
-                "Accelerators",
-                f"{spec.get('accelerators')} per replica x {spec.get('replicas')} replica(s)",
-            ),
+            _accelerators_line(spec),
             ("CPU / memory", f"{spec.get('cpu')} / {spec.get('memory')} per replica"),
             ("Max runtime", f"{spec.get('max_runtime_seconds')} s"),
             ("Start deadline", _start_deadline(spec.get("start_deadline_seconds"))),
@@ -258,6 +265,18 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
             *_queue_lines(status.get("queue")),
         ],
     )
+    ranks = status.get("ranks") or []
+    if ranks:
+        click.echo("Ranks:")
+        for rank in ranks:
+            code = rank.get("exit_code")
+            ended = "" if code is None else f", exit code {code}"
+            oom = " (OOMKilled)" if rank.get("oom_killed") else ""
+            product = f" ({rank['accelerator_product']})" if rank.get("accelerator_product") else ""
+            click.echo(
+                f"  {rank.get('rank')}: {rank.get('phase') or '-'} on "
+                f"{rank.get('node') or '-'}{product}, pod {rank.get('pod') or '-'}{ended}{oom}"
+            )
     click.echo("Events:")
     if not events:
         click.echo("  (none)")
@@ -330,6 +349,9 @@ def _section(title: str, lines: list[tuple[str, Any]]) -> None:
     help="Only lines newer than this many seconds.",
 )
 @click.option("--replica", type=click.IntRange(0, 63), help="Only the N-th pod (0-based).")
+@click.option(
+    "--rank", type=click.IntRange(0, 63), help="Only rank N of a multi-node workload (0-based)."
+)
 @click.pass_context
 def logs(
     ctx: click.Context,
@@ -338,12 +360,14 @@ def logs(
     tail: int,
     since_seconds: int | None,
     replica: int | None,
+    rank: int | None,
 ) -> None:
-    """Print a workload's logs (its current generation's pods). With -f, wait until it runs,
-    then stream until its containers end."""
+    """Print a workload's logs (its current generation's pods; every rank's lines prefixed
+    `[rank N] ` for a multi-node workload). With -f, wait until it runs, then stream until its
+    containers end."""
     with client_for(ctx) as client:
         path = by_name("workload").path(project_of(client), name)
-        params = {"tail": tail, "since_seconds": since_seconds, "replica": replica}
+        params = {"tail": tail, "since_seconds": since_seconds, "replica": replica, "rank": rank}
         if not follow:
             sys.stdout.write(client.request("GET", path + "/logs", params=params).text)
             return

@@ -7,28 +7,68 @@ from typing import Any
 import click
 from click.shell_completion import get_completion_class
 
-from aicp_cli import config
+from aicp_cli import config, oidc
 from aicp_cli.client import API, Client, problem_of
 from aicp_cli.config import Context
 from aicp_cli.errors import CliError
 from aicp_cli.output import table
 
 
-@click.command(short_help="Check a token and save it as the current context.")
+@click.command(short_help="Sign in (API token or single sign-on) and save the context.")
 @click.option("--url", required=True, help="Where aicp answers, e.g. http://127.0.0.1:8080")
 @click.option(
     "--token",
     envvar="AICP_TOKEN",
-    required=True,
     help="The platform admin token or a project token (aicp_...); or AICP_TOKEN.",
+)
+@click.option(
+    "--oidc",
+    "oidc_login",
+    is_flag=True,
+    help="Sign in as a person through the server's identity provider (device code by default).",
+)
+@click.option(
+    "--browser",
+    is_flag=True,
+    help="With --oidc: sign in in a browser (authorization code + PKCE on a loopback port).",
+)
+@click.option(
+    "--no-open", is_flag=True, help="With --browser: print the URL instead of opening it."
+)
+@click.option(
+    "--client-id", metavar="ID", help="With --oidc: the OAuth client (default: the server's)."
+)
+@click.option(
+    "--scope",
+    default="openid",
+    show_default=True,
+    help="With --oidc: the scopes to ask for (Dex: 'openid groups offline_access').",
 )
 @click.option("--context", "name", metavar="NAME", help="Save as this context (default: derived).")
 @click.option(
     "--project", metavar="NAME", help="Default project (a project token's own if omitted)."
 )
-def login(url: str, token: str, name: str | None, project: str | None) -> None:
-    """Check a token against a server and save it as the current context."""
+def login(
+    url: str,
+    token: str | None,
+    oidc_login: bool = False,
+    browser: bool = False,
+    no_open: bool = False,
+    client_id: str | None = None,
+    scope: str = "openid",
+    name: str | None = None,
+    project: str | None = None,
+) -> None:
+    """Check a token against a server and save it as the current context; or, with --oidc,
+    sign in as a person (device authorization: a URL and a code to approve; --browser:
+    authorization code with PKCE) and keep the refresh token to renew the sign-in."""
     url = url.rstrip("/")
+    if oidc_login:
+        provider = oidc.provider_of(url, client_id, scope)
+        _login_person(url, provider, browser, not no_open, name, project)
+        return
+    if not token:
+        raise CliError("give --token TOKEN (or AICP_TOKEN), or sign in as a person with --oidc")
     client = Client(Context("login", url, token, project))
     try:
         projects = _projects_at(client, url)
@@ -41,6 +81,44 @@ def login(url: str, token: str, name: str | None, project: str | None) -> None:
     path = config.store_context(Context(context_name, url, token, project))
     who = f"project {project}" if is_project_token else "the platform admin"
     click.echo(f"Logged in to {url} as {who}; context {context_name!r} saved in {path}.")
+
+
+def _login_person(
+    url: str,
+    provider: oidc.Provider,
+    browser: bool,
+    open_browser: bool,
+    name: str | None,
+    project: str | None,
+) -> None:
+    if browser:
+        entry = oidc.browser_login(provider, open_browser=open_browser)
+    else:
+        entry = oidc.device_login(provider)
+    access = entry.pop("access_token")
+    client = Client(Context("login", url, access, project))
+    try:
+        me = client.get("/whoami")
+    finally:
+        client.close()
+    roles = me.get("roles") or []
+    if project is None and len(roles) == 1:
+        project = roles[0]["project"]
+    username = me.get("username") or "you"
+    context_name = name or f"{username}@sso"
+    path = config.store_context(Context(context_name, url, access, project, entry))
+    gives = describe_roles(me)
+    click.echo(
+        f"Logged in to {url} as {username} (groups: {', '.join(me.get('groups') or []) or 'none'}"
+        f"; {gives}); context {context_name!r} saved in {path}."
+    )
+
+
+def describe_roles(me: dict[str, Any]) -> str:
+    """What a /whoami answer's roles amount to, in a few words."""
+    parts = ["platform admin"] if me.get("platform_admin") else []
+    parts += [f"{r['role']} in {r['project']}" for r in me.get("roles") or []]
+    return ", ".join(parts) or "no role: no role binding matches these groups"
 
 
 def _projects_at(client: Client, url: str) -> list[dict[str, Any]]:

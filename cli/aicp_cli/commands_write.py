@@ -99,6 +99,7 @@ RUN_OPTIONS = {
     "cpu": "--cpu",
     "memory": "--memory",
     "replicas": "--replicas",
+    "nodes": "--nodes",
     "max_runtime_seconds": "--max-runtime",
     "start_deadline_seconds": "--start-deadline",
     "retries": "--retries",
@@ -123,6 +124,13 @@ RUN_OPTIONS = {
 )
 @click.option("--memory", default="1Gi", show_default=True, help="Memory per replica.")
 @click.option("--replicas", type=int, default=1, show_default=True)
+@click.option(
+    "--nodes",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Ranks of one distributed run (torchrun, JAX): pods that start and fail together.",
+)
 @click.option(
     "--env", "env", multiple=True, metavar="KEY=VALUE", help="An environment variable (repeat)."
 )
@@ -155,6 +163,7 @@ def run(
     cpu: str,
     memory: str,
     replicas: int,
+    nodes: int,
     env: tuple[str, ...],
     labels: tuple[str, ...],
     max_runtime: int | None,
@@ -178,6 +187,8 @@ def run(
         "env": _pairs(env, "--env"),
         "labels": _pairs(labels, "--label"),
     }
+    if nodes != 1:
+        body["nodes"] = nodes
     if command:
         body["command"], body["args"] = [command[0]], list(command[1:])
     for key, value in (

@@ -7,6 +7,11 @@ it holds bearer tokens. Like kubectl's kubeconfig it has named contexts and a cu
     current-context: research
     contexts:
       research: {url: "http://127.0.0.1:8080", token: "aicp_...", project: research}
+      sso: {url: "...", token: "<access token>", oidc: {issuer: ..., refresh_token: ..., ...}}
+
+A context made by `aicp login --oidc` keeps the person's access token as its `token` and, under
+`oidc`, what renews it (issuer, client id, token endpoint, refresh token, expiry;
+`aicp_cli.oidc.fresh`).
 
 `AICP_URL`, `AICP_TOKEN` and `AICP_PROJECT` override the context's values (CI pipelines need
 no file at all).
@@ -32,6 +37,8 @@ class Context:
     url: str
     token: str
     project: str | None = None
+    oidc: dict[str, Any] | None = None
+    """How to renew `token` (a context of `aicp login --oidc`); None for API tokens."""
 
 
 def config_path() -> Path:
@@ -87,6 +94,8 @@ def store_context(context: Context, *, make_current: bool = True) -> Path:
     entry: dict[str, Any] = {"url": context.url, "token": context.token}
     if context.project:
         entry["project"] = context.project
+    if context.oidc:
+        entry["oidc"] = context.oidc
     data["contexts"][context.name] = entry
     if make_current or not data.get("current-context"):
         data["current-context"] = context.name
@@ -116,7 +125,29 @@ def resolve(name: str | None, project: str | None) -> Context:
             "AICP_TOKEN"
         )
     chosen_project = project or os.environ.get("AICP_PROJECT") or entry.get("project")
-    return Context(chosen or "(environment)", str(url).rstrip("/"), str(token), chosen_project)
+    renewal = entry.get("oidc") if not os.environ.get("AICP_TOKEN") else None
+    return Context(
+        chosen or "(environment)",
+        str(url).rstrip("/"),
+        str(token),
+        chosen_project,
+        renewal if isinstance(renewal, dict) else None,
+    )
+
+
+def store_tokens(name: str, token: str, oidc: dict[str, Any] | None) -> None:
+    """Replace a saved context's token and its renewal (None: drop them)."""
+    data = load()
+    entry = data["contexts"].get(name)
+    if not isinstance(entry, dict):
+        return
+    if oidc is None:
+        entry.pop("oidc", None)
+        entry.pop("token", None)
+    else:
+        entry["token"] = token
+        entry["oidc"] = oidc
+    save(data)
 
 
 def use(name: str) -> None:

@@ -17,7 +17,8 @@ def _status(obj: dict[str, Any], key: str) -> Any:
 def _gpus(obj: dict[str, Any]) -> str:
     spec = obj.get("spec") or {}
     per, replicas = spec.get("accelerators", 0), spec.get("replicas", 1)
-    return f"{per}x{replicas}" if replicas != 1 else str(per)
+    count = spec.get("nodes", 1) if spec.get("nodes", 1) != 1 else replicas
+    return f"{per}x{count}" if count != 1 else str(per)
 
 
 def _accelerator(obj: dict[str, Any]) -> str | None:

@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from aicp_cli import commands_read, commands_session, commands_write
+from aicp_cli import commands_identity, commands_read, commands_session, commands_write
 from aicp_cli.errors import CliError
 from aicp_cli.output import printable
 
@@ -89,13 +89,13 @@ class Root(click.Group):
 def cli(ctx: click.Context, context_name: str | None, project: str | None) -> None:
     """Submit GPU workloads to aicp, watch them run, read their logs and evidence.
 
-    Log in once with `aicp login --url URL --token TOKEN`; AICP_URL and AICP_TOKEN
-    override the saved context.
+    Log in once with `aicp login --url URL --token TOKEN`, or as a person with
+    `aicp login --url URL --oidc`; AICP_URL and AICP_TOKEN override the saved context.
     """
     ctx.obj = {"context": context_name, "project": project}
 
 
-for module in (commands_session, commands_read, commands_write):
+for module in (commands_session, commands_identity, commands_read, commands_write):
     for command in module.COMMANDS:
         cli.add_command(command)
 

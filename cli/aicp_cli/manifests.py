@@ -60,6 +60,7 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
     "cpu": "1",
     "memory": "1Gi",
     "replicas": 1,
+    "nodes": 1,
     "max_runtime_seconds": 86400,
     "retries": 0,
     "priority": "normal",

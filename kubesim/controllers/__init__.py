@@ -17,6 +17,7 @@ from kubesim.controllers.jobs import JobController
 from kubesim.controllers.kubelet import Kubelet
 from kubesim.controllers.kueue_admission import KueueScheduler
 from kubesim.controllers.kueue_jobs import KueueJobReconciler, job_webhook
+from kubesim.controllers.kueue_pods_ready import PodsReadyController, WaitForPodsReady
 from kubesim.controllers.kueue_status import QueueStatus
 from kubesim.controllers.quota import QuotaBook
 from kubesim.controllers.runtime import K, Requeue, WorkQueue, run_worker, watch_forever
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from kubesim.clock import Clock
     from kubesim.store import Store, WatchEvent
 
-__all__ = ["Controllers"]
+__all__ = ["Controllers", "WaitForPodsReady"]
 log = logging.getLogger("kubesim.controllers")
 
 
@@ -44,6 +45,7 @@ class Controllers:
         nodes: int = 2,
         gpus_per_node: int = 8,
         gpu_profile: str = "h100",
+        wait_for_pods_ready: WaitForPodsReady | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -59,6 +61,9 @@ class Controllers:
         self.kueue_jobs = KueueJobReconciler(store, clock)
         self.queue_status = QueueStatus(store, clock, self.quota, self._config_changed)
         self.kueue = KueueScheduler(store, clock, self.quota, self.queue_status.changed)
+        self.pods_ready = PodsReadyController(
+            store, clock, wait_for_pods_ready or WaitForPodsReady.from_env()
+        )
 
     def _config_changed(self, event: WatchEvent) -> None:
         self.kueue.on_config_event(event)
@@ -97,11 +102,13 @@ class Controllers:
             "workloads",
             self.kueue.on_workload_event,
             self.kueue_jobs.on_workload_event,
+            self.pods_ready.on_workload_event,
         )
         self._watch(
             "batch",
             "jobs",
             self.kueue_jobs.on_job_event,
+            self.pods_ready.on_job_event,
             self.jobs.on_job_event,
             self.ttl.on_job_event,
         )
@@ -116,6 +123,7 @@ class Controllers:
         self._run("kueue-scheduler", self.kueue.queue, self.kueue.reconcile)
         self._run("kueue-queue-status", self.queue_status.queue, self.queue_status.reconcile)
         self._run("kueue-job", self.kueue_jobs.queue, self.kueue_jobs.reconcile)
+        self._run("kueue-pods-ready", self.pods_ready.queue, self.pods_ready.reconcile)
         self._run("job-controller", self.jobs.queue, self.jobs.reconcile)
         self._run("ttl-after-finished", self.ttl.queue, self.ttl.reconcile)
         self._run("scheduler", self.scheduler.queue, self.scheduler.reconcile)

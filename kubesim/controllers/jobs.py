@@ -14,9 +14,16 @@ Per Job, level-triggered from the Job and its pods:
   `DeadlineExceeded` after `activeDeadlineSeconds`, active pods then deleted and counted failed)
   and `Failed` once no pod is left running; `SuccessCriteriaMet` reason `CompletionsReached` and
   `Complete` plus `completionTime` likewise;
+- Indexed Jobs: one pod per pending index (`<job>-<index>-xxxxx`, the completion-index
+  annotation and label, `hostname <job>-<index>`, `JOB_COMPLETION_INDEX` from the annotation),
+  `completedIndexes`, and with `backoffLimitPerIndex` per-index failure counts and
+  `failedIndexes` (`FailedIndexes`, `MaxFailedIndexesExceeded`);
+- `podFailurePolicy` (`pod_failure_policy.py`): FailJob fails the Job with reason
+  `PodFailurePolicy` and stops the other pods, Ignore does not count the failure, FailIndex
+  fails the index, Count (or no match) counts it.
 
-Not simulated: indexed completion mode, podFailurePolicy, successPolicy, the exponential
-back-off (10 s, 20 s, ...) before replacing a failed pod, pod readiness gates.
+Not simulated: successPolicy, the exponential back-off (10 s, 20 s, ...) before replacing a
+failed pod, pod readiness gates.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kubesim.controllers import conditions
+from kubesim.controllers import conditions, pod_failure_policy
+from kubesim.controllers.indexes import (
+    FAILURE_COUNT_KEY,
+    INDEX_KEY,
+    format_intervals,
+    parse_intervals,
+    pod_index,
+)
 from kubesim.controllers.podspec import controller_name, controller_uid
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.store import StoreError
@@ -46,6 +60,9 @@ _TERMINAL = ("Succeeded", "Failed")
 BACKOFF_MESSAGE = "Job has reached the specified backoff limit"
 DEADLINE_MESSAGE = "Job was active longer than specified deadline"
 COMPLETIONS_MESSAGE = "Reached expected number of succeeded pods"
+FAILED_INDEXES_MESSAGE = "Job has failed indexes"
+MAX_FAILED_INDEXES_MESSAGE = "Job has exceeded the specified maximal number of failed indexes"
+INDEX_ENV = "JOB_COMPLETION_INDEX"
 
 
 def _epoch(value: str | None) -> float | None:
@@ -82,6 +99,10 @@ class Step:
     active: int
     ready: int
     requeue: Requeue = None
+    indexed: bool = False
+    completed: set[int] = field(default_factory=set)  # Indexed: succeeded indexes
+    failed_indexes: set[int] = field(default_factory=set)  # with backoffLimitPerIndex
+    policy_failure: str | None = None  # a FailJob rule's message
 
 
 def _is_ready(pod: Obj) -> bool:
@@ -99,6 +120,8 @@ class JobController:
         self._counted: set[str] = set()
         # Pods this controller deleted for suspension or scale-down: not failures.
         self._deleted_by_us: set[str] = set()
+        # Job uid -> completion index -> failures counted (for backoffLimitPerIndex).
+        self._index_failures: dict[str, dict[int, int]] = {}
 
     # -- informers -----------------------------------------------------------------------
     def on_job_event(self, event: WatchEvent) -> None:
@@ -155,7 +178,8 @@ class JobController:
             if exc.code != 404:
                 raise
 
-    def _create_pods(self, job: Obj, count: int) -> None:
+    def _create_pods(self, job: Obj, count: int, indexes: list[int] | None = None) -> None:
+        """`count` pods of a NonIndexed Job, or one pod per index of an Indexed one."""
         meta = job["metadata"]
         template = job["spec"]["template"]
         labels = dict((template.get("metadata") or {}).get("labels") or {})
@@ -186,10 +210,37 @@ class JobController:
         annotations = (template.get("metadata") or {}).get("annotations")
         if annotations:
             pod_meta["annotations"] = dict(annotations)
-        for _ in range(count):
+        if indexes is None:
+            for _ in range(count):
+                self._store.create(
+                    self.pods,
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "metadata": pod_meta,
+                        "spec": template["spec"],
+                    },
+                    manager=MANAGER,
+                )
+            return
+        failures = self._index_failures.get(meta["uid"], {})
+        per_index = job["spec"].get("backoffLimitPerIndex") is not None
+        for index in indexes:
+            indexed_meta = dict(pod_meta)
+            indexed_meta["generateName"] = f"{meta['name']}-{index}-"
+            annotations = {**(pod_meta.get("annotations") or {}), INDEX_KEY: str(index)}
+            if per_index:
+                annotations[FAILURE_COUNT_KEY] = str(failures.get(index, 0))
+            indexed_meta["annotations"] = annotations
+            indexed_meta["labels"] = {**labels, INDEX_KEY: str(index)}
             self._store.create(
                 self.pods,
-                {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]},
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": indexed_meta,
+                    "spec": _indexed_spec(template["spec"], meta["name"], index),
+                },
                 manager=MANAGER,
             )
 
@@ -230,12 +281,14 @@ class JobController:
         step = Step(
             conds=[dict(c) for c in status.get("conditions") or []],
             succeeded=int(status.get("succeeded") or 0) + len(census.new_succeeded),
-            failed=int(status.get("failed") or 0) + len(census.new_failed),
+            failed=int(status.get("failed") or 0),
             start_time=status.get("startTime"),
             completion_time=status.get("completionTime"),
             active=len(census.active),
             ready=census.ready,
+            indexed=job["spec"].get("completionMode") == "Indexed",
         )
+        self._count_failures(job, status, census, step)
         now_s = self._clock.now_rfc3339()
         finished = _finished(step.conds)
         if finished:
@@ -276,6 +329,41 @@ class JobController:
             self._drop_finalizer(pod)
         return None if finished else step.requeue
 
+    def _count_failures(self, job: Obj, status: Obj, census: Census, step: Step) -> None:
+        """Fold the newly ended pods into the step: completed indexes, and each failure as the
+        podFailurePolicy says (Ignore: not counted; FailJob: the Job fails; FailIndex, or
+        backoffLimitPerIndex exceeded: the index fails)."""
+        spec = job["spec"]
+        if step.indexed:
+            completions = int(spec.get("completions") or 0)
+            step.completed = parse_intervals(status.get("completedIndexes"))
+            step.failed_indexes = parse_intervals(status.get("failedIndexes"))
+            for pod in census.new_succeeded:
+                index = pod_index(pod)
+                if index is not None and 0 <= index < completions:
+                    step.completed.add(index)
+            step.succeeded = max(int(status.get("succeeded") or 0), len(step.completed))
+        judged = conditions.is_true(step.conds, "FailureTarget") or _finished(step.conds)
+        per_index = spec.get("backoffLimitPerIndex")
+        failures = self._index_failures.setdefault(job["metadata"]["uid"], {})
+        for pod in census.new_failed:
+            found = None if judged else pod_failure_policy.match(spec.get("podFailurePolicy"), pod)
+            action = found.action if found is not None else "Count"
+            if action == "Ignore":
+                continue
+            step.failed += 1
+            if judged:
+                continue
+            index = pod_index(pod) if step.indexed else None
+            if action == "FailJob" and step.policy_failure is None and found is not None:
+                step.policy_failure = found.message
+            elif action == "FailIndex" and index is not None:
+                step.failed_indexes.add(index)
+            elif per_index is not None and index is not None:
+                failures[index] = failures.get(index, 0) + 1
+                if failures[index] > int(per_index):
+                    step.failed_indexes.add(index)
+
     def _write_status(self, key: Key, status: Obj, census: Census, step: Step) -> None:
         new_status: Obj = {
             "active": step.active,
@@ -287,6 +375,10 @@ class JobController:
             "completionTime": step.completion_time,
             "conditions": step.conds or None,
         }
+        if step.indexed:
+            new_status["completedIndexes"] = format_intervals(step.completed)
+            if step.failed_indexes:
+                new_status["failedIndexes"] = format_intervals(step.failed_indexes)
         patch = {k: v for k, v in new_status.items() if status.get(k) != v}
         for counter in ("active", "ready", "terminating", "succeeded", "failed"):
             if patch.get(counter) == 0 and counter not in status:
@@ -310,7 +402,15 @@ class JobController:
             return str(failure.get("reason"))
         if conditions.is_true(step.conds, "SuccessCriteriaMet"):
             return "success"
+        if step.policy_failure is not None:
+            return "PodFailurePolicy"
         completions = spec.get("completions")
+        if step.indexed and step.failed_indexes:
+            limit = spec.get("maxFailedIndexes")
+            if limit is not None and len(step.failed_indexes) > int(limit):
+                return "MaxFailedIndexesExceeded"
+            if len(step.completed | step.failed_indexes) >= int(completions or 0):
+                return "FailedIndexes"
         if completions is not None and step.succeeded >= int(completions):
             return "success"
         if completions is None and step.succeeded > 0 and not census.active:
@@ -340,7 +440,7 @@ class JobController:
                     COMPLETIONS_MESSAGE,
                 )
             else:
-                message = DEADLINE_MESSAGE if verdict == "DeadlineExceeded" else BACKOFF_MESSAGE
+                message = _failure_message(verdict, step)
                 interim, final, reason = "FailureTarget", "Failed", verdict
             conditions.set_condition(
                 step.conds, interim, True, reason, message, now_s, probe_time=True
@@ -357,6 +457,9 @@ class JobController:
             step.requeue = None
             return
         spec = job["spec"]
+        if step.indexed:
+            self._keep_indexed_pods(job, census, step)
+            return
         wanted = int(spec.get("parallelism", 1))
         if spec.get("completions") is not None:
             wanted = max(0, min(wanted, int(spec["completions"]) - step.succeeded))
@@ -369,6 +472,26 @@ class JobController:
                 self._delete_pod(pod, counted_as_failure=False)
             step.ready = sum(_is_ready(p) for p in by_age[:wanted])
         step.active = wanted
+
+    def _keep_indexed_pods(self, job: Obj, census: Census, step: Step) -> None:
+        """One pod per index not yet completed or failed, lowest first, at most `parallelism`
+        at once; a pod whose index is done or taken twice is deleted."""
+        spec = job["spec"]
+        done = step.completed | step.failed_indexes
+        seen: set[int] = set()
+        keep = []
+        for pod in sorted(census.active, key=lambda p: p["metadata"]["creationTimestamp"]):
+            index = pod_index(pod)
+            if index is None or index in done or index in seen:
+                self._delete_pod(pod, counted_as_failure=False)
+                continue
+            seen.add(index)
+            keep.append(pod)
+        pending = [i for i in range(int(spec.get("completions") or 0)) if i not in done | seen]
+        room = max(0, int(spec.get("parallelism", 1)) - len(keep))
+        self._create_pods(job, 0, pending[:room])
+        step.active = len(keep) + len(pending[:room])
+        step.ready = sum(_is_ready(p) for p in keep)
 
     def _release_orphans(self, key: Key) -> None:
         """A deleted Job's pods keep living (Orphan is the Job default) but lose the tracking
@@ -385,3 +508,42 @@ class JobController:
     def _job_uid_gone(self, key: Key, uid: str) -> bool:
         job = self._store.get(self.jobs, *key)
         return job is None or job["metadata"]["uid"] != uid
+
+
+def _failure_message(verdict: str, step: Step) -> str:
+    """The message of a failure: the FailureTarget already set keeps its own."""
+    target = conditions.find(step.conds, "FailureTarget")
+    if target and target.get("status") == "True" and target.get("message"):
+        return str(target["message"])
+    if verdict == "PodFailurePolicy" and step.policy_failure:
+        return step.policy_failure
+    return {
+        "DeadlineExceeded": DEADLINE_MESSAGE,
+        "FailedIndexes": FAILED_INDEXES_MESSAGE,
+        "MaxFailedIndexesExceeded": MAX_FAILED_INDEXES_MESSAGE,
+    }.get(verdict, BACKOFF_MESSAGE)
+
+
+def _indexed_spec(spec: Obj, job_name: str, index: int) -> Obj:
+    """The pod spec of one index: `hostname <job>-<index>` (so that with a `subdomain` the pod
+    has the stable name `<job>-<index>.<subdomain>`), and `JOB_COMPLETION_INDEX` appended to
+    every container's env from the index annotation, as the real controller does."""
+    out = dict(spec)
+    out["hostname"] = f"{job_name}-{index}"
+    variable = {
+        "name": INDEX_ENV,
+        "valueFrom": {
+            "fieldRef": {"apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}
+        },
+    }
+    for kind in ("initContainers", "containers"):
+        if kind not in spec:
+            continue
+        containers = []
+        for container in spec[kind]:
+            env = list(container.get("env") or [])
+            if not any(var.get("name") == INDEX_ENV for var in env):
+                env.append(variable)
+            containers.append({**container, "env": env})
+        out[kind] = containers
+    return out

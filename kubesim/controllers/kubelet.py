@@ -13,6 +13,11 @@ lines (split on newlines or `|`) become what `/log` returns once the pod runs: a
 with `KUBESIM_LOG_INTERVAL=S` one line every S simulated seconds from the start (what
 `/log?follow=true` then streams as it is "printed"). `KUBESIM_PULL_SECONDS=S` keeps a bound pod
 Pending (`ContainerCreating`) for S simulated seconds before it runs, like a slow image pull.
+Per rank (the pod's `batch.kubernetes.io/job-completion-index`, so Indexed Jobs only):
+`KUBESIM_FAIL_RANK=r` fails only rank r, with `KUBESIM_EXIT_CODE` (default 1), the other ranks
+succeed; `KUBESIM_OOM_RANK=r` OOM-kills only rank r (either way the failing rank ends after half
+of `KUBESIM_RUN_SECONDS`, while the other ranks still run); `KUBESIM_PENDING_RANK=r` keeps
+only rank r Pending in `ContainerCreating` until it is deleted (a gang never all ready).
 A pod deleted while running gets its containers "killed" (exit 143, reason `Error`, phase
 Failed), as the kubelet reports a SIGTERM'd container; a pod removed from the store is simply
 forgotten.
@@ -25,12 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kubesim.controllers import conditions
+from kubesim.controllers.indexes import pod_index
 from kubesim.controllers.podspec import container_env, qos_class
 from kubesim.controllers.runtime import Requeue, WorkQueue
 
@@ -71,13 +78,28 @@ class RunPlan:
         return printed * self.log_interval - running_for
 
     @classmethod
-    def of(cls, spec: Obj) -> RunPlan:
+    def of(cls, spec: Obj, rank: int | None = None) -> RunPlan:
+        """The plan of a pod; `rank` is its completion index (None outside Indexed Jobs), which
+        the `KUBESIM_*_RANK` variables are compared with."""
         seconds: float | None = None
         exit_code, oom = 0, False
         lines: list[str] = []
         bad_image = None
         interval = pull = 0.0
+        failing_rank = False
         for container in spec.get("containers") or []:
+            fail_rank = _rank(container_env(container, "KUBESIM_FAIL_RANK"))
+            if fail_rank is not None:
+                # Only that rank fails, with KUBESIM_EXIT_CODE (default 1); the others succeed.
+                if rank == fail_rank:
+                    code = int(_float(container_env(container, "KUBESIM_EXIT_CODE") or "1", 1))
+                    exit_code = exit_code or code or 1
+                    failing_rank = True
+                container = _without(container, "KUBESIM_EXIT_CODE")
+            if rank is not None and rank == _rank(container_env(container, "KUBESIM_OOM_RANK")):
+                oom = failing_rank = True
+            if rank is not None and rank == _rank(container_env(container, "KUBESIM_PENDING_RANK")):
+                pull = math.inf  # this rank's containers never get created
             if bad_image is None and "does-not-exist" in str(container.get("image", "")):
                 bad_image = str(container.get("image"))
             if (value := container_env(container, "KUBESIM_RUN_SECONDS")) is not None:
@@ -91,8 +113,11 @@ class RunPlan:
                 interval = max(interval, _float(value, 0.0))
             if (value := container_env(container, "KUBESIM_PULL_SECONDS")) is not None:
                 pull = max(pull, _float(value, 0.0))
+        seconds = 2.0 if seconds is None else seconds
+        if failing_rank:
+            seconds /= 2  # the failing rank ends first: the others are still running then
         return cls(
-            2.0 if seconds is None else seconds,
+            seconds,
             exit_code,
             oom,
             tuple(lines),
@@ -100,6 +125,17 @@ class RunPlan:
             interval,
             pull,
         )
+
+
+def _rank(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None and value.strip() else None
+    except ValueError:
+        return None
+
+
+def _without(container: Obj, name: str) -> Obj:
+    return {**container, "env": [v for v in container.get("env") or [] if v.get("name") != name]}
 
 
 def _float(value: str, default: float) -> float:
@@ -154,7 +190,7 @@ class Kubelet:
         if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
             self._started.pop(pod["metadata"]["uid"], None)
             return None
-        plan = RunPlan.of(spec)
+        plan = RunPlan.of(spec, pod_index(pod))
         now = self._clock.now()
         if pod["metadata"].get("deletionTimestamp"):
             if phase == "Running":
@@ -165,7 +201,7 @@ class Kubelet:
         if phase != "Running":
             pulling = self._pulling(pod, plan)
             if pulling is not None:
-                return pulling
+                return None if math.isinf(pulling) else pulling  # inf: never, nothing to time
             self._start(pod, plan)
             next_line = plan.next_line_in(0.0)
             return plan.seconds if next_line is None else min(plan.seconds, next_line)

@@ -30,6 +30,7 @@ from kubesim.controllers.kueue_api import (
     is_finished,
     owned_status,
 )
+from kubesim.controllers.kueue_pods_ready import requeue_at
 from kubesim.controllers.kueue_preemption import choose_victims, evict, readmitted
 from kubesim.controllers.quantity import parse_milli
 from kubesim.controllers.quota import (
@@ -98,6 +99,9 @@ class KueueScheduler:
         if released is not None:
             self._on_change(released.cluster_queue, released.local_queue)
             self.queue.add(released.cluster_queue)
+        if not _queueable(wl, self._clock.now()):
+            self._forget(key)  # deactivated, or waiting out a readiness back-off
+            return
         reserved = conditions.find(status.get("conditions"), "QuotaReserved")
         message = reserved.get("message") if reserved and reserved["status"] == "False" else None
         old = self._book.pending.get(key)
@@ -303,6 +307,17 @@ class KueueScheduler:
         self._book.put_usage(entry.key, usage)
         self._on_change(admission.cluster_queue, lq)
         return True
+
+
+def _queueable(wl: Obj, now: float) -> bool:
+    """Active, and past any `requeueState.requeueAt` once `Requeued` again."""
+    if (wl.get("spec") or {}).get("active") is False:
+        return False
+    if requeue_at(wl) is None:
+        return True
+    conds = (wl.get("status") or {}).get("conditions")
+    requeued = conditions.find(conds, "Requeued")
+    return requeued is None or requeued.get("status") == "True"
 
 
 def _stopped(cq: Obj) -> bool:

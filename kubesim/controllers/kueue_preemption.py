@@ -111,8 +111,10 @@ def clear_admission(store: Store, rt: ResourceType, clock: Clock, workload: Obj)
     generation = workload["metadata"].get("generation")
     status.pop("admission", None)
     conds = status["conditions"]
+    # Preempted keeps its reason; a readiness timeout or deactivation leaves it Pending.
+    reserved_reason = "Preempted" if reason == "Preempted" else "Pending"
     conditions.set_condition(
-        conds, "QuotaReserved", False, reason, message, now, observed_generation=generation
+        conds, "QuotaReserved", False, reserved_reason, message, now, observed_generation=generation
     )
     conditions.set_condition(
         conds,
@@ -123,8 +125,10 @@ def clear_admission(store: Store, rt: ResourceType, clock: Clock, workload: Obj)
         now,
         observed_generation=generation,
     )
+    # A readiness timeout requeues after its back-off (kueue_pods_ready), a deactivation never.
+    requeued = reason == "Preempted"
     conditions.set_condition(
-        conds, "Requeued", True, reason, message, now, observed_generation=generation
+        conds, "Requeued", requeued, reason, message, now, observed_generation=generation
     )
     apply_status(store, rt, workload, status)
 

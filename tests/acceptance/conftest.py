@@ -79,6 +79,7 @@ def _normalized(text: str, project: str) -> str:
 
     text = text.replace(project, "<project>")
     text = re.sub(r"gpu-node-\d+", "gpu-node-N", text)
+    text = re.sub(r"\(pod [a-z0-9-]+ on ", "(pod <pod> on ", text)
     text = re.sub(r"\b\d+(\.\d+)? ?(ms|s|seconds|minutes?)\b", "<duration>", text)
     return re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<uid>", text)
 

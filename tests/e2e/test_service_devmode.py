@@ -104,13 +104,17 @@ async def test_dev_mode_announces_the_api_the_token_and_the_embedded_kubesim(
                 "/api/v1/projects", headers={"Authorization": f"Bearer {token}"}
             )
             assert projects.status_code == 200, projects.text
-            # The bare URL in a browser leads to the interactive docs the banner names.
+            # The bare URL in a browser is the dashboard's sign-in; the docs are where the
+            # banner says.
             swagger = dev.banner("API docs (Swagger UI)")
             assert swagger == f"{url}/schema/swagger"
+            assert dev.banner("dashboard").startswith(f"{url}/")
             root = await client.get("/")
-            assert root.status_code == 307 and root.headers["location"] == "/schema/swagger"
+            assert root.status_code == 303 and root.headers["location"] == "/sign-in"
             page = await client.get("/", follow_redirects=True)
-            assert page.status_code == 200 and "swagger" in page.text.lower()
+            assert page.status_code == 200 and "Sign in" in page.text
+            docs = await client.get("/schema/swagger")
+            assert docs.status_code == 200 and "swagger" in docs.text.lower()
         kubectl = next(line for line in dev.lines if line.strip().startswith("kubectl:"))
         assert "KUBECONFIG=.aicp/kubeconfig kubectl get" in kubectl  # from where it runs
         async with httpx.AsyncClient(base_url=kubesim_url) as sim:

@@ -2,7 +2,8 @@
 
 - **Time limits by tier** (unless a test sets its own `@pytest.mark.timeout`): unit tests are
   pure and get 15 s, integration tests (real PostgreSQL, kubesim in process) 60 s, end-to-end
-  tests (processes, two replicas) 180 s; kubesim's own tests 60 s, the chart's 60 s.
+  tests (processes, two replicas) 180 s; kubesim's own tests 60 s, the chart's 60 s, the
+  single sign-on tier's (a real Keycloak) 900 s.
 - **A clean event loop** for every async test: an exception the loop reports (a task whose
   exception nobody retrieved, a failing callback) fails the test that caused it, and so does
   a task the test started and left running. Leftover tasks are cancelled, so the next test
@@ -31,6 +32,9 @@ TIER_TIMEOUTS = {
     "e2e": 180,
     "kubesim": 60,
     "chart": 60,
+    # A real Keycloak: its session fixture starts it (a minute or more; far more on the first
+    # start of a machine, which rebuilds its application) inside the first test's limit.
+    "sso": 900,
 }
 
 

@@ -112,12 +112,17 @@ class JobBuilder:
         return f"aicp-{self.identity.project}-{self.spec.compute_pool}"
 
     def _pod(self, index: int, node: str | None, phase: str, state: Obj) -> Obj:
-        return make_pod(self.job, index, node, phase, state)
+        pod = make_pod(self.job, index, node, phase, state)
+        if self.spec.distributed:  # the Job controller writes each rank's index
+            rank = {"batch.kubernetes.io/job-completion-index": str(index)}
+            pod["metadata"].setdefault("annotations", {}).update(rank)
+            pod["metadata"]["labels"].update(rank)
+        return pod
 
     def _nodes_for(self, node: str | None) -> list[str]:
         if node is not None:
-            return [node] * self.spec.replicas
-        return [f"gpu-node-{i % 2 + 1}" for i in range(self.spec.replicas)]
+            return [node] * self.spec.pods
+        return [f"gpu-node-{i % 2 + 1}" for i in range(self.spec.pods)]
 
     # -- Kueue ----------------------------------------------------------------------------
 
@@ -319,6 +324,22 @@ class JobBuilder:
         self._job_failed("BackoffLimitExceeded", "Job has reached the specified backoff limit", 1)
         return self
 
+    def rank_failed(self, rank: int, exit_code: int = 1, *, oom: bool = False) -> JobBuilder:
+        """Rank `rank` exited with `exit_code` (or was OOM-killed) first; the pod failure
+        policy failed the Job and the other ranks were stopped after it (exit 143)."""
+        pods = []
+        for index, node in enumerate(self._nodes_for(None)):
+            if index == rank:
+                state = terminated_state("OOMKilled" if oom else "Error", exit_code)
+            else:
+                state = terminated_state("Error", 143)
+                state["terminated"]["finishedAt"] = "2026-08-01T10:09:59Z"
+            pods.append(self._pod(index, node, "Failed", state))
+        self.pods = pods
+        message = f"Container main for pod {pods[rank]['metadata']['name']} failed with exit code"
+        self._job_failed("PodFailurePolicy", f"{message} {exit_code}", len(pods))
+        return self
+
     def deadline_exceeded(self, *, keep_pods: bool = False) -> JobBuilder:
         """The Job ran past `activeDeadlineSeconds`; its active pods were deleted (or not yet)."""
         if not keep_pods:
@@ -357,6 +378,7 @@ def make_job(
     cpu: str = "32",
     memory: str = "256Gi",
     replicas: int = 1,
+    nodes: int = 1,
     retries: int = 0,
     max_runtime_seconds: int = 86400,
     start_deadline_seconds: int | None = None,
@@ -371,6 +393,7 @@ def make_job(
         cpu=cpu,
         memory=memory,
         replicas=replicas,
+        nodes=nodes,
         retries=retries,
         max_runtime_seconds=max_runtime_seconds,
         start_deadline_seconds=start_deadline_seconds,

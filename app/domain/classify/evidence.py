@@ -23,17 +23,25 @@ from app.domain.kube_objects import (
     GPU_MEMORY_LABEL,
     GPU_PRODUCT_LABEL,
     KubeObject,
+    completion_index,
     field,
     is_true,
     job_count,
     main_status,
+    name_of,
     node_name,
     parse_time,
     phase,
     terminated,
     transition_time,
 )
-from app.domain.workload_resources import AcceleratorFacts, Admission, JobRef, ObservedFacts
+from app.domain.workload_resources import (
+    AcceleratorFacts,
+    Admission,
+    JobRef,
+    ObservedFacts,
+    RankFacts,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -71,7 +79,12 @@ class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
     cpu: str
     memory: str
     replicas: int = 1
+    #: Ranks of a multi-node workload (1: not distributed).
+    nodes: int = 1
     retries: int = 0
+    #: Attempts of earlier Jobs of the same generation (a multi-node workload's retries, a
+    #: Job deleted by hand), so a reason can say which attempt this is.
+    previous_attempts: int = 0
     image: str = ""
     max_runtime_seconds: int = 86400
     start_deadline_seconds: int | None = None
@@ -79,7 +92,11 @@ class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def context_for(
-    spec: WorkloadSpec, *, accelerator_resource: str, pool: PoolSnapshot | None = None
+    spec: WorkloadSpec,
+    *,
+    accelerator_resource: str,
+    pool: PoolSnapshot | None = None,
+    previous_attempts: int = 0,
 ) -> ClassifyContext:
     """The classification context of a workload spec (its pool's binding gives the resource)."""
     return ClassifyContext(
@@ -88,12 +105,14 @@ def context_for(
         accelerators=spec.accelerators,
         cpu=spec.cpu,
         memory=spec.memory,
-        replicas=spec.replicas,
+        replicas=spec.pods,
+        nodes=spec.nodes,
         retries=spec.retries,
         image=spec.image,
         max_runtime_seconds=spec.max_runtime_seconds,
         start_deadline_seconds=spec.start_deadline_seconds,
         pool=pool,
+        previous_attempts=previous_attempts,
     )
 
 
@@ -134,11 +153,17 @@ def _accelerator(
     )
 
 
-def _attempts(job: KubeObject | None, pods: list[KubeObject]) -> int:
+def _attempts(job: KubeObject | None, pods: list[KubeObject], context: ClassifyContext) -> int:
     """Failed pods, plus one for the current attempt when a pod runs or has succeeded.
 
     With one replica this counts tries; with more, every failed pod is one retry of the set.
+    A multi-node workload's Job is one attempt of all its ranks (it never retries a rank):
+    1 once any rank ran, else 0; the workload step counts the Jobs before it.
     """
+    if context.nodes > 1:
+        ran = job_count(job, "failed") + job_count(job, "active") + job_count(job, "succeeded")
+        ran += sum(1 for pod in pods if phase(pod) != PodPhase.PENDING)
+        return 1 if ran > 0 else 0
     if field(job, "status") is not None:
         failed = job_count(job, "failed")
         current = job_count(job, "active") + job_count(job, "succeeded")
@@ -197,11 +222,52 @@ def gather_evidence(
         admission=_admission(workload, context.accelerator_resource),
         nodes=node_names,
         accelerator=_accelerator(node_names, nodes, context),
-        attempts=_attempts(job, pods),
+        attempts=_attempts(job, pods, context),
         started_at=_started_at(job, pods),
         finished_at=_finished_at(job),
         exit_code=_exit_code(job, pods),
+        ranks=_ranks(pods, nodes) if context.nodes > 1 else [],
     )
+
+
+def _ranks(pods: list[KubeObject], nodes: Mapping[str, KubeObject]) -> list[RankFacts]:
+    """One entry per rank that has a pod: the newest pod of each index."""
+    newest: dict[int, KubeObject] = {}
+    for pod in pods:
+        rank = completion_index(pod)
+        if rank is None:
+            continue
+        created = str(field(pod, "metadata", "creationTimestamp") or "")
+        seen = newest.get(rank)
+        if seen is None or created >= str(field(seen, "metadata", "creationTimestamp") or ""):
+            newest[rank] = pod
+    return [_rank(rank, newest[rank], nodes) for rank in sorted(newest)]
+
+
+def _rank(rank: int, pod: KubeObject, nodes: Mapping[str, KubeObject]) -> RankFacts:
+    node = node_name(pod)
+    product = field(nodes.get(node or ""), "metadata", "labels", GPU_PRODUCT_LABEL)
+    ended = terminated(pod) or {}
+    code = ended.get("exitCode")
+    started = parse_time(field(main_status(pod), "state", "running", "startedAt"))
+    return RankFacts(
+        rank=rank,
+        pod=name_of(pod),
+        node=node,
+        accelerator_product=str(product) if product else None,
+        phase=phase(pod),
+        exit_code=code if isinstance(code, int) else None,
+        oom_killed=ended.get("reason") == "OOMKilled",
+        started_at=started or parse_time(ended.get("startedAt")),
+        finished_at=parse_time(ended.get("finishedAt")),
+    )
+
+
+def _merge_ranks(recorded: list[RankFacts], current: list[RankFacts]) -> list[RankFacts]:
+    """Each rank as the objects show it now, else as it was recorded."""
+    by_rank = {facts.rank: facts for facts in recorded}
+    by_rank.update({facts.rank: facts for facts in current})
+    return [by_rank[rank] for rank in sorted(by_rank)]
 
 
 def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
@@ -219,4 +285,5 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
         started_at=current.started_at or recorded.started_at,
         finished_at=current.finished_at or recorded.finished_at,
         exit_code=current.exit_code if current.exit_code is not None else recorded.exit_code,
+        ranks=_merge_ranks(recorded.ranks, current.ranks),
     )

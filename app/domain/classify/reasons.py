@@ -335,3 +335,52 @@ def exited(code: int, node: str | None, attempts: int) -> str:
 
 def failed(reason: str, message: str) -> str:
     return sentence(f"Failed ({reason or 'unknown reason'}): {message or 'no details'}")
+
+
+def _rank_where(rank: int, pod: str | None, node: str | None) -> str:
+    inside = " ".join(
+        part for part in (f"pod {pod}" if pod else "", f"on {node}" if node else "") if part
+    )
+    return f"Rank {rank} ({inside})" if inside else f"Rank {rank}"
+
+
+def _all_stopped(context: ClassifyContext, attempt: int) -> str:
+    return f"all {context.nodes} ranks were stopped (attempt {attempt} of {context.retries + 1})"
+
+
+def rank_exited(
+    context: ClassifyContext, rank: int, pod: str | None, node: str | None, code: int, attempt: int
+) -> str:
+    """`Rank 2 (pod … on gpu-node-1) exited with code 1; all 4 ranks were stopped (attempt 1
+    of 3).`"""
+    return sentence(
+        f"{_rank_where(rank, pod, node)} exited with code {code}; {_all_stopped(context, attempt)}"
+    )
+
+
+def rank_out_of_memory(
+    context: ClassifyContext, rank: int, pod: str | None, node: str | None, limit: str, attempt: int
+) -> str:
+    """One rank was OOM-killed, which ends the attempt of all of them."""
+    return sentence(
+        f"{_rank_where(rank, pod, node)} ran out of memory and was killed (OOMKilled): its "
+        f"memory limit is {limit}; {_all_stopped(context, attempt)}; raise `memory` to give "
+        "each rank more"
+    )
+
+
+def gang_not_ready(running: int, total: int, waited: int | None) -> str:
+    """Kueue's all-or-nothing start (`waitForPodsReady`) timed out and requeued the workload.
+
+    `running` 0: the pods are gone already (Kueue suspended the Job), so how many ran is no
+    longer known."""
+    after = f" after {duration(waited)}" if waited is not None else ""
+    how_many = f"{running} of {total}" if running else f"not all {total}"
+    return sentence(
+        f"Requeued: {how_many} pods were running{after}; the workload goes back to the queue"
+    )
+
+
+def next_attempt(reason: str, attempt: int) -> str:
+    """A failed attempt of a multi-node workload whose retries are not used up."""
+    return sentence(f"{reason.rstrip('.')}; aicp starts attempt {attempt}")

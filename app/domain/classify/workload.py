@@ -38,6 +38,7 @@ from app.domain.conditions import (
 from app.domain.kube_objects import (
     GPU_PRODUCT_LABEL,
     KubeObject,
+    completion_index,
     condition,
     field,
     index_by_name,
@@ -46,10 +47,13 @@ from app.domain.kube_objects import (
     job_count,
     main_container,
     main_status,
+    name_of,
     node_name,
+    parse_time,
     phase,
     pods_of_job,
     terminated,
+    transition_time,
     unschedulable_message,
     waiting_reason,
 )
@@ -135,6 +139,10 @@ def _failed(
         pulled = _image_pull(pods, context)
         return reasons.deadline_exceeded(context, pulled[0] if pulled else None)
     ended = [(pod, state) for pod in pods if (state := terminated(pod))]
+    if context.nodes > 1:
+        first = _first_failed_rank(ended)
+        if first is not None:
+            return _rank_failed(*first, context)
     for pod, state in reversed(ended):
         if state.get("reason") == "OOMKilled":
             name = str(field(main_status(pod), "name") or "main")
@@ -146,6 +154,34 @@ def _failed(
         )
         return reasons.exited(int(evidence.exit_code or 0), node, evidence.attempts)
     return reasons.failed(why, message)
+
+
+def _first_failed_rank(
+    ended: list[tuple[KubeObject, Mapping[str, object]]],
+) -> tuple[KubeObject, Mapping[str, object]] | None:
+    """The rank whose failure ended the attempt: the first to end OOM-killed or non-zero (the
+    others were stopped after it)."""
+    failed = [
+        (pod, state)
+        for pod, state in ended
+        if completion_index(pod) is not None
+        and (state.get("reason") == "OOMKilled" or state.get("exitCode") not in (None, 0))
+    ]
+    return min(failed, key=lambda pair: str(pair[1].get("finishedAt") or ""), default=None)
+
+
+def _rank_failed(pod: KubeObject, state: Mapping[str, object], context: ClassifyContext) -> str:
+    rank = completion_index(pod) or 0
+    attempt = context.previous_attempts + 1
+    if state.get("reason") == "OOMKilled":
+        limit = _memory_limit(pod, context)
+        return reasons.rank_out_of_memory(
+            context, rank, name_of(pod), node_name(pod), limit, attempt
+        )
+    code = state.get("exitCode")
+    return reasons.rank_exited(
+        context, rank, name_of(pod), node_name(pod), code if isinstance(code, int) else 1, attempt
+    )
 
 
 def _previous_attempt(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
@@ -179,6 +215,25 @@ def _evicted(
     requeued = (condition(workload, KueueCondition.REQUEUED) or {}).get("status") != "False"
     cause = EvictionCause.PREEMPTED if why == KueueReason.PREEMPTED else EvictionCause.EVICTED
     return reasons.evicted(context, why, preempted_by, requeued), cause
+
+
+def _gang_timed_out(workload: KubeObject | None) -> bool:
+    eviction = condition(workload, KueueCondition.EVICTED) or {}
+    return eviction.get("reason") == KueueReason.PODS_READY_TIMEOUT
+
+
+def _gang_requeued(
+    job: KubeObject, workload: KubeObject | None, pods: list[KubeObject], context: ClassifyContext
+) -> str:
+    """Kueue's all-or-nothing start gave up: how many pods ran, and after how long."""
+    running = sum(1 for pod in pods if phase(pod) == PodPhase.RUNNING)
+    total = int(field(job, "spec", "parallelism") or context.replicas)
+    evicted_at = transition_time(workload, KueueCondition.EVICTED)
+    started = parse_time(field(job, "status", "startTime"))
+    waited = None
+    if evicted_at is not None and started is not None and evicted_at >= started:
+        waited = int((evicted_at - started).total_seconds())
+    return reasons.gang_not_ready(running, total, waited)
 
 
 def _admitted(pods: list[KubeObject], context: ClassifyContext, evidence: Evidence) -> str:
@@ -273,6 +328,9 @@ def classify(
         return Classification(WorkloadState.RUNNING, reasons.finishing(why), evidence)
 
     evicted = _evicted(kueue_workload, context)
+    if evicted is not None and _gang_timed_out(kueue_workload):
+        sentence = _gang_requeued(job, kueue_workload, mine, context)
+        return Classification(WorkloadState.QUEUED, sentence, evidence, EvictionCause.EVICTED)
     if evicted is not None:
         sentence, cause = evicted
         return Classification(WorkloadState.QUEUED, sentence, evidence, cause)

@@ -30,6 +30,7 @@ from app.domain.labels import (
     managed_labels,
 )
 from app.domain.render.queues import priority_class_name
+from app.domain.render.rendezvous import rendezvous_env, service_name
 
 if TYPE_CHECKING:
     from app.domain.kube_objects import Manifest
@@ -67,16 +68,19 @@ def _pod_labels(identity: JobIdentity, spec: WorkloadSpec) -> dict[str, str]:
     return managed_labels({**spec.labels, **identity_labels(identity)})
 
 
-def _env(identity: JobIdentity, spec: WorkloadSpec) -> list[dict[str, str]]:
-    # The API forbids user keys starting with AICP_, so these never clash with the user's.
-    # Sorted by name: the stored spec is jsonb, which does not keep key order anyway.
-    env = {
-        **spec.env,
-        "AICP_PROJECT": identity.project,
-        "AICP_WORKLOAD": identity.workload,
-        "AICP_GENERATION": str(identity.generation),
+def _env(identity: JobIdentity, spec: WorkloadSpec) -> list[dict[str, Any]]:
+    # The API forbids user keys starting with AICP_ (and, for a multi-node workload, the
+    # rendezvous names), so these never clash with the user's. Sorted by name: the stored
+    # spec is jsonb, which does not keep key order anyway.
+    env: dict[str, dict[str, Any]] = {
+        **{name: {"value": value} for name, value in spec.env.items()},
+        "AICP_PROJECT": {"value": identity.project},
+        "AICP_WORKLOAD": {"value": identity.workload},
+        "AICP_GENERATION": {"value": str(identity.generation)},
     }
-    return [{"name": name, "value": value} for name, value in sorted(env.items())]
+    if spec.distributed:
+        env.update(rendezvous_env(identity, spec))
+    return [{"name": name, **entry} for name, entry in sorted(env.items())]
 
 
 def _resources(spec: WorkloadSpec, accelerator_resource: str) -> dict[str, dict[str, str]]:
@@ -108,24 +112,45 @@ def render_job(identity: JobIdentity, spec: WorkloadSpec, accelerator_resource: 
     only when the workload asks for accelerators. The Job is created suspended with the
     evidence finalizer; Kueue unsuspends it on admission and injects the flavor's node labels
     and tolerations, which is why this manifest sets neither.
+
+    A multi-node workload (`spec.distributed`) is an Indexed Job instead: `nodes` completions
+    run at once, its pods name the headless Service as `subdomain`, and a pod failure policy
+    fails the whole Job the moment any rank exits non-zero (`backoffLimit` 0: no single rank
+    is ever restarted on its own, which the others' rendezvous could not survive); the
+    workload step starts the next attempt as a new Job while retries remain.
     """
-    return {
-        **_job_head(identity, spec),
-        "spec": {
-            "suspend": True,
-            "parallelism": spec.replicas,
-            "completions": spec.replicas,
-            "backoffLimit": spec.retries,
-            "activeDeadlineSeconds": spec.max_runtime_seconds,
-            "template": {
-                "metadata": {"labels": _pod_labels(identity, spec)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [_container(identity, spec, accelerator_resource)],
-                },
-            },
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [_container(identity, spec, accelerator_resource)],
+    }
+    job_spec: dict[str, Any] = {
+        "suspend": True,
+        "parallelism": spec.pods,
+        "completions": spec.pods,
+        "backoffLimit": spec.retries,
+        "activeDeadlineSeconds": spec.max_runtime_seconds,
+        "template": {
+            "metadata": {"labels": _pod_labels(identity, spec)},
+            "spec": pod_spec,
         },
     }
+    if spec.distributed:
+        pod_spec["subdomain"] = service_name(identity)
+        job_spec["backoffLimit"] = 0
+        job_spec["completionMode"] = "Indexed"
+        job_spec["podFailurePolicy"] = {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {
+                        "containerName": MAIN_CONTAINER,
+                        "operator": "NotIn",
+                        "values": [0],
+                    },
+                }
+            ]
+        }
+    return {**_job_head(identity, spec), "spec": job_spec}
 
 
 def _job_head(identity: JobIdentity, spec: WorkloadSpec) -> Manifest:

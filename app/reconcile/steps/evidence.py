@@ -97,7 +97,14 @@ def observe(
             kueue_workload = found[0] if found else None
     queue = informers.cluster_queues.get(None, cluster_queue_name(row.project, row.pool))
     snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
-    context = context_for(spec, accelerator_resource=row.accelerator_resource, pool=snapshot)
+    context = context_for(
+        spec,
+        accelerator_resource=row.accelerator_resource,
+        pool=snapshot,
+        previous_attempts=previous_attempts(row)
+        if row.observed_generation == row.generation
+        else 0,
+    )
     nodes = informers.nodes.list()
     return classify(job, kueue_workload, pods, nodes, context=context, now=datetime.now(UTC))
 
@@ -144,6 +151,8 @@ def previous_attempts(row: WorkloadRow) -> int:
 def stored(evidence: Evidence, *, previous: int) -> dict[str, Any]:
     """The `observed` column value for `evidence`."""
     facts: dict[str, Any] = msgspec.to_builtins(evidence)
+    if not facts.get("ranks"):
+        facts.pop("ranks", None)  # a single-node workload's facts keep their shape
     facts[PREVIOUS_ATTEMPTS] = previous
     return facts
 

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from app.domain.events import EventType
 from app.domain.planning.forecast import forecast
 from app.domain.planning.standing import QueueStanding, standing_of
+from app.domain.states import WorkloadState
 from app.observability.metrics import FORECAST_ERROR, FORECAST_STARTS
 from app.store import planning
 
@@ -80,6 +82,27 @@ class Planner:
             del self._shared[stale]
         self._shared[key] = (now, plan, found)
         return plan, found
+
+    async def standing(
+        self, row: WorkloadRow, state: WorkloadState, facts: dict[str, Any]
+    ) -> tuple[dict[str, Any], NewEstimate | None]:
+        """`facts` as the status write should carry them: with the standing while QUEUED."""
+        if state != WorkloadState.QUEUED or row.observed_generation != row.generation:
+            return facts, None
+        return await self.queued_facts(row, facts)
+
+    async def written(
+        self,
+        row: WorkloadRow,
+        estimate: NewEstimate | None,
+        crossed: list[tuple[EventType, str]],
+        evidence: Evidence,
+    ) -> None:
+        """After a status write landed: record its estimate; score at the admission."""
+        if estimate is not None:
+            await self.record(row, estimate)
+        if any(kind == EventType.ADMITTED for kind, _ in crossed):
+            await self.score(row, evidence)
 
     async def queued_facts(
         self, row: WorkloadRow, facts: dict[str, Any]

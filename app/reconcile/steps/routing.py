@@ -5,7 +5,8 @@ in-memory tables and enqueues a key, never doing I/O.
 
 | object        | resource        | how                                                         |
 |---------------|-----------------|-------------------------------------------------------------|
-| Job, Pod      | workload        | label `aicp.dev/uid`; for a Job whose label was removed by   |
+| Job, Pod,     | workload        | label `aicp.dev/uid`; for a Job whose label was removed by   |
+| Service       |                 |                                                             |
 |               |                 | hand, the uid last seen on that Job. A Job being deleted     |
 |               |                 | while aicp's finalizer holds it wakes the workload (below)   |
 | Kueue Workload| workload        | its owner Job (ownerReferences) → that Job's uid            |
@@ -115,7 +116,7 @@ class EventRouter:
         kind = obj.get("kind")
         if kind == "Job":
             self._job(event_type, obj)
-        elif kind == "Pod":
+        elif kind in ("Pod", "Service"):
             self._workload(_uuid(label_of(obj, UID_LABEL)))
         elif kind == "Workload":
             self._kueue_workload(obj)

@@ -71,6 +71,14 @@ from app.reconcile.steps.evidence import (
     summary,
 )
 from app.reconcile.steps.planning import REFRESH_SECONDS, Planner
+from app.reconcile.steps.rendezvous import (
+    ensure_service,
+    next_attempt_created,
+    restart_group,
+    restarted,
+    restarting,
+    retries_left,
+)
 from app.reconcile.workers import Result
 from app.store import reconciling
 
@@ -170,10 +178,14 @@ class WorkloadStep:
                 return await self._create(fence, row, spec, identity)
         if (manager := foreign_owner(job, {UID_LABEL: str(row.id)})) is not None:
             return await self._refused(fence, row, identity, manager)
+        if restarting(row, job):
+            return Result.requeue(deletion.RECHECK_SECONDS)  # going; its DELETED wakes us
         if is_terminating(job):
             return await drift.job_deleted(ctx, fence, row, spec, job)
         if not _settled(row) and not job_finished(job):
             await drift.restore_job_metadata(ctx, fence, row, spec, identity, job)
+            if spec.distributed:
+                await ensure_service(ctx, fence, row, spec, identity, job)
         return await self._observe(fence, row, spec, job)
 
     async def _create(
@@ -216,8 +228,12 @@ class WorkloadStep:
                 return await self._refused(fence, row, identity, manager)
             log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
             return await self._observe(fence, row, spec, existing)
+        if spec.distributed:
+            await ensure_service(ctx, fence, row, spec, identity, created, first=True)
         classification = observe(ctx, row, spec, created)
-        if recreated:
+        if recreated and restarted(row):
+            event = next_attempt_created(identity, previous_attempts(row) + 1)
+        elif recreated:
             event = drift.recreated_event(row, identity.job_name, previous_attempts(row), lost=lost)
         else:
             event = job_created(identity, row.generation)
@@ -324,9 +340,10 @@ class WorkloadStep:
             return Result.requeue(SETTLE_RECHECK_SECONDS)
         if state == WorkloadState.FAILED and not _settled(row):
             classification = drift.failed_with_namespace(ctx, row, classification)
-        estimate = None
-        if state == WorkloadState.QUEUED and row.observed_generation == row.generation:
-            facts, estimate = await self.planner.queued_facts(row, facts)
+            if not stopping and job_finished(job) and retries_left(row, spec, facts):
+                await restart_group(ctx, fence, row, classification, facts, job)
+                return Result.requeue(deletion.RECHECK_SECONDS)
+        facts, estimate = await self.planner.standing(row, state, facts)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
@@ -360,10 +377,7 @@ class WorkloadStep:
             if not written.written:
                 return Result.done()  # the row moved on; the change that moved it queues us
             _observe_latency(crossed, written.age_seconds, before)
-            if estimate is not None:
-                await self.planner.record(row, estimate)
-            if any(kind == EventType.ADMITTED for kind, _ in crossed):
-                await self.planner.score(row, classification.evidence)
+            await self.planner.written(row, estimate, crossed, classification.evidence)
             if state.value != row.state:
                 log.info(
                     "workload %s/%s: %s -> %s: %s",

@@ -27,6 +27,7 @@ BINDING = {"resource_name": "nvidia.com/gpu", "flavor": "a100", "node_labels": {
 POOL_BODY = {"name": "second-pool", "accelerator_class": CLASS, "quota": QUOTA}
 
 Call = tuple[str, str, Any]
+NO_BINDING = "00000000-0000-0000-0000-000000000001"
 
 
 def project_calls(token_id: str) -> list[Call]:
@@ -63,7 +64,14 @@ GLOBAL_CALLS: list[Call] = [
     ("GET", "/api/v1/accelerator-bindings", None),
     ("GET", f"/api/v1/accelerator-bindings/{CLASS}", None),
     ("DELETE", f"/api/v1/accelerator-bindings/{CLASS}", None),
+    ("POST", "/api/v1/role-bindings", {"group": "g", "role": "platform-admin"}),
+    ("GET", "/api/v1/role-bindings", None),
+    ("GET", f"/api/v1/role-bindings/{NO_BINDING}", None),
+    ("DELETE", f"/api/v1/role-bindings/{NO_BINDING}", None),
+    ("GET", "/api/v1/whoami", None),
 ]
+# Answered without a token (how to sign in).
+PUBLIC_CALLS: list[Call] = [("GET", "/api/v1/sign-on", None)]
 
 # The least role each project-scoped write needs ("platform-admin": project tokens never may).
 WRITE_ROLE = {
@@ -153,6 +161,8 @@ async def test_roles_too_low_to_write_get_403_naming_the_role_and_reads_succeed(
                 needed = needed_role(method, path)
                 if path.startswith("/api/v1/accelerator-bindings") or path == "/api/v1/projects":
                     needed = "platform-admin" if method != "GET" else None
+                if path.startswith("/api/v1/role-bindings"):
+                    needed = "platform-admin"  # even reading who has which role
                 response = await _call(member, call)
                 rank = {"viewer": 0, "editor": 1, "admin": 2, "platform-admin": 3}
                 if needed is not None and rank[needed] > rank[role]:
@@ -234,6 +244,7 @@ _PARAMETER_AFTER = {
     "compute-pools": "{pool}",
     "workloads": "{name}",
     "accelerator-bindings": "{accelerator_class}",
+    "role-bindings": "{binding_id}",
 }
 
 
@@ -253,5 +264,6 @@ async def test_the_matrix_covers_every_operation_the_api_documents(api: Scenario
         if path.startswith("/api/")
         for method in operations
     }
-    covered = {(m, _template(p)) for m, p, _ in project_calls("some-id") + GLOBAL_CALLS}
+    calls = project_calls("some-id") + GLOBAL_CALLS + PUBLIC_CALLS
+    covered = {(m, _template(p)) for m, p, _ in calls}
     assert documented == covered

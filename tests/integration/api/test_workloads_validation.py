@@ -30,6 +30,8 @@ SCHEMA_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ),
     ("start deadline as string", {"start_deadline_seconds": "5m"}, ["start_deadline_seconds"]),
     ("retries 11", {"retries": 11}, ["retries"]),
+    ("nodes 0", {"nodes": 0}, ["nodes"]),
+    ("nodes 65", {"nodes": 65}, ["nodes"]),
     ("priority urgent", {"priority": "urgent"}, ["priority"]),
     ("env 65 entries", {"env": {f"K{i}": "v" for i in range(65)}}, ["env"]),
     ("env key with dash", {"env": {"A-B": "x"}}, ["env"]),
@@ -58,6 +60,12 @@ RULE_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     ("label key bad", {"labels": {"-team": "nlp"}}, ["labels.-team"]),
     ("label value bad", {"labels": {"team": "n lp"}}, ["labels.team"]),
     ("label prefix reserved", {"labels": {"aicp.dev/uid": "x"}}, ["labels.aicp.dev/uid"]),
+    ("nodes with replicas", {"nodes": 2, "replicas": 2, "accelerators": 1}, ["replicas"]),
+    (
+        "a rendezvous variable in a multi-node env",
+        {"nodes": 2, "accelerators": 1, "env": {"MASTER_ADDR": "x", "WORLD_SIZE": "2"}},
+        ["env.MASTER_ADDR", "env.WORLD_SIZE"],
+    ),
     (
         "every rule at once",
         {"name": "kube-x", "cpu": "fast", "env": {"AICP_X": "1"}},
@@ -177,3 +185,22 @@ async def test_bodies_that_are_not_json_objects_get_the_matching_problem(api: Sc
     assert array.status_code == 422
 
     assert (await api.client.get(WORKLOADS)).json()["items"] == []
+
+
+async def test_a_multi_node_workload_the_pool_cannot_hold_is_refused_with_the_numbers(
+    api: Scenario,
+) -> None:
+    await api.setup_pool(wait=False)
+    response = await api.client.post(
+        WORKLOADS, json=example_workload(accelerators=8, nodes=3, memory="64Gi")
+    )
+    assert response.status_code == 422
+    problem = response.json()
+    assert problem["type"] == "https://aicp.dev/problems/exceeds-pool-capacity"
+    assert problem["requested"]["accelerators"] == "24"
+    assert problem["errors"] == [
+        {
+            "field": "accelerators",
+            "message": "nodes (3) x per-node accelerators = 24 exceeds the pool's 16",
+        }
+    ]

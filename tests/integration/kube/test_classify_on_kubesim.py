@@ -33,6 +33,7 @@ from app.domain.render import (
 from app.domain.specs import BindingPut, Quota, WorkloadSpec
 from app.domain.states import ResourceState, WorkloadState
 from kubesim import Cluster
+from kubesim.controllers import WaitForPodsReady
 from tests.support.kube_fixtures import api_client_for
 from tests.support.waiting import wait_until
 
@@ -302,6 +303,12 @@ async def test_a_job_deleted_by_hand_is_held_by_the_evidence_finalizer_until_it_
     assert (await sim.classify(identity, spec)).state is WorkloadState.PENDING
 
 
+# Without Kueue's waitForPodsReady: with it (the default, 300 s) the never-ready workload would
+# be evicted and requeued before its maximum runtime ends it.
+@pytest.mark.parametrize(
+    "kube_cluster_options",
+    [{"time_scale": 0, "wait_for_pods_ready": WaitForPodsReady(enable=False)}],
+)
 async def test_an_image_that_cannot_be_pulled_is_named_in_the_reason(sim: Sim) -> None:
     await sim.setup_pool(gpus=16)
     spec = WorkloadSpec(

@@ -1,0 +1,706 @@
+// aicp dashboard: fills the server-rendered pages from /api/v1 and keeps them live.
+// Everything the server sends is put into the page as text (textContent), never as HTML.
+// Writes send the session's CSRF token (X-CSRF-Token); the session cookie is HttpOnly.
+
+const API = "/api/v1";
+const PAGE_SIZE = 50;
+const MAX_ROWS = 200; // rows a project table holds at most (older ones leave from the bottom)
+const MAX_LOG_LINES = 2000; // log lines kept on the page (older ones leave from the top)
+
+const body = document.body;
+const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function enc(value) {
+  return encodeURIComponent(value);
+}
+
+class ApiError extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem || {};
+  }
+}
+
+async function api(path, { method = "GET", json, headers = {}, signal } = {}) {
+  const init = { method, headers: { Accept: "application/json", ...headers }, signal };
+  if (method !== "GET" && method !== "HEAD") init.headers["X-CSRF-Token"] = csrf;
+  if (json !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(json);
+  }
+  const response = await fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
+  if (response.status === 401) {
+    window.location.assign("/sign-in");
+    throw new ApiError(401, { detail: "Signed out." });
+  }
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+function age(iso) {
+  const seconds = Math.max(0, Math.floor((Date.now() - Date.parse(iso)) / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86400)}d`;
+}
+
+function duration(seconds) {
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 120) return `${seconds.toFixed(seconds < 10 ? 1 : 0)} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+function stateBadge(state) {
+  return el("span", { class: `state state-${String(state).toLowerCase()}`, text: state });
+}
+
+function gpus(workload) {
+  const spec = workload.spec || {};
+  return (spec.accelerators || 0) * (spec.replicas || 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Project view: pools, and the workloads table kept live by the change feed's deltas.
+
+function poolCard(pool) {
+  const quota = pool.quota || {};
+  const usage = pool.status?.usage || {};
+  const total = quota.accelerators || 0;
+  const used = usage.accelerators_admitted || 0;
+  const id = `pool-${pool.name}`;
+  return el(
+    "article",
+    { class: "pool card", "aria-labelledby": id },
+    el("h3", { id, text: pool.name }),
+    el("p", { class: "muted", text: `${pool.accelerator_class} · ${pool.status?.state ?? ""}` }),
+    el("label", { for: `${id}-bar`, text: `GPUs in use: ${used} of ${total}` }),
+    el("meter", { id: `${id}-bar`, min: 0, max: Math.max(total, 1), value: used }),
+    el("p", {
+      text: `cpu ${quota.cpu ?? "-"} · memory ${quota.memory ?? "-"} · ` +
+        `${usage.workloads_admitted ?? 0} admitted · ${usage.workloads_pending ?? 0} waiting`,
+    }),
+  );
+}
+
+async function projectView() {
+  const project = body.dataset.project;
+  const base = `projects/${enc(project)}`;
+  const tbody = document.querySelector("#workloads tbody");
+  const filters = document.getElementById("filters");
+  const status = document.getElementById("live-status");
+  const more = document.getElementById("more");
+  const empty = document.getElementById("empty");
+  const poolSelect = filters.elements.compute_pool;
+  const rows = new Map(); // workload name -> row
+  let source = null;
+  let cursor = null;
+  let generation = 0; // bumps on each (re)load: answers of an older load are dropped
+
+  async function loadPools() {
+    const holder = document.getElementById("pools");
+    try {
+      const pools = await api(`${base}/compute-pools?limit=100`);
+      holder.replaceChildren(...pools.items.map(poolCard));
+      if (!pools.items.length) holder.replaceChildren(el("p", { class: "muted", text: "No pools yet." }));
+      const chosen = poolSelect.value;
+      poolSelect.replaceChildren(el("option", { value: "", text: "any" }),
+        ...pools.items.map((p) => el("option", { value: p.name, text: p.name })));
+      poolSelect.value = chosen;
+    } catch (error) {
+      holder.replaceChildren(el("p", { class: "field-error", text: error.message }));
+    }
+  }
+
+  function fill(row, w) {
+    const cells = row.cells;
+    cells[1].replaceChildren(stateBadge(w.status?.state ?? ""));
+    cells[2].textContent = w.status?.reason ?? "";
+    cells[3].textContent = w.compute_pool ?? "";
+    cells[4].textContent = String(gpus(w));
+    cells[5].textContent = age(w.created_at);
+    cells[5].dataset.created = w.created_at;
+    cells[6].textContent = (w.status?.nodes || []).join(", ");
+    row.dataset.state = w.status?.state ?? "";
+  }
+
+  function newRow(w) {
+    const link = el("a", { href: `/projects/${enc(project)}/workloads/${enc(w.name)}`, text: w.name });
+    const row = el("tr", { "data-name": w.name }, el("th", { scope: "row" }, link),
+      el("td"), el("td", { class: "reason" }), el("td"), el("td", { class: "num" }), el("td"), el("td"));
+    fill(row, w);
+    return row;
+  }
+
+  function textMatches(name) {
+    const text = filters.elements.text.value.trim().toLowerCase();
+    return !text || name.toLowerCase().includes(text);
+  }
+
+  function showEmpty() {
+    const visible = [...rows.values()].some((r) => !r.hidden);
+    empty.hidden = visible;
+  }
+
+  function trim() {
+    while (rows.size > MAX_ROWS) {
+      const last = tbody.lastElementChild;
+      rows.delete(last.dataset.name);
+      last.remove();
+      cursor = cursor ?? "more"; // older rows are one click away again
+    }
+  }
+
+  function apply(type, w) {
+    const row = rows.get(w.name);
+    if (type === "DELETED") {
+      if (row) { row.remove(); rows.delete(w.name); }
+    } else if (row) {
+      fill(row, w);
+    } else {
+      const added = newRow(w);
+      added.hidden = !textMatches(w.name);
+      tbody.prepend(added);
+      rows.set(w.name, added);
+      trim();
+    }
+    showEmpty();
+  }
+
+  function listParams() {
+    const params = new URLSearchParams();
+    if (filters.elements.state.value) params.set("state", filters.elements.state.value);
+    if (filters.elements.compute_pool.value) params.set("compute_pool", filters.elements.compute_pool.value);
+    return params;
+  }
+
+  async function loadPage(params) {
+    const query = new URLSearchParams(params);
+    query.set("limit", String(PAGE_SIZE));
+    if (cursor) query.set("cursor", cursor);
+    const page = await api(`${base}/workloads?${query}`);
+    for (const w of page.items) {
+      if (rows.has(w.name)) continue;
+      const row = newRow(w);
+      row.hidden = !textMatches(w.name);
+      tbody.append(row);
+      rows.set(w.name, row);
+    }
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+    showEmpty();
+  }
+
+  function openStream(after, params) {
+    const query = new URLSearchParams(params);
+    query.set("after", String(after));
+    source = new EventSource(`/projects/${enc(project)}/live?${query}`);
+    const mine = source;
+    source.onopen = () => { status.textContent = "Live: rows change as the workloads do."; };
+    source.onerror = () => {
+      if (mine.readyState === EventSource.CLOSED) {
+        // Refused (410: the resume point is no longer kept, or 429): read the page again.
+        status.textContent = "Live updates stopped; reloading the list…";
+        setTimeout(() => { if (mine === source) reload(); }, 2000);
+      } else {
+        status.textContent = "Reconnecting…";
+      }
+    };
+    for (const type of ["ADDED", "MODIFIED", "DELETED"]) {
+      source.addEventListener(type, (event) => {
+        const frame = JSON.parse(event.data);
+        apply(type, frame.object);
+      });
+    }
+  }
+
+  async function reload() {
+    const mine = ++generation;
+    if (source) { source.close(); source = null; }
+    const params = listParams();
+    try {
+      // The feed's position first, then the page: every change after the position is
+      // replayed onto the rows, so none between the two reads is missed.
+      const { after } = await api(`/projects/${enc(project)}/position`);
+      if (mine !== generation) return;
+      rows.clear();
+      tbody.replaceChildren();
+      cursor = null;
+      await loadPage(params);
+      if (mine !== generation) return;
+      openStream(after, params);
+    } catch (error) {
+      status.textContent = error.message;
+    }
+  }
+
+  more.addEventListener("click", () => loadPage(listParams()).catch((e) => { status.textContent = e.message; }));
+  filters.addEventListener("submit", (event) => { event.preventDefault(); });
+  filters.elements.state.addEventListener("change", reload);
+  poolSelect.addEventListener("change", reload);
+  filters.elements.text.addEventListener("input", () => {
+    for (const [name, row] of rows) row.hidden = !textMatches(name);
+    showEmpty();
+  });
+  setInterval(() => {
+    for (const cell of tbody.querySelectorAll("td[data-created]")) cell.textContent = age(cell.dataset.created);
+  }, 15000);
+  await loadPools();
+  await reload();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload view: state, timeline, evidence, events, logs (followed), delete and replace.
+
+const SPEC_FIELDS = ["name", "compute_pool", "image", "command", "args", "env", "accelerators",
+  "cpu", "memory", "replicas", "max_runtime_seconds", "start_deadline_seconds", "retries",
+  "priority", "labels"];
+
+function specBody(workload) {
+  const spec = { ...workload.spec, name: workload.name, compute_pool: workload.compute_pool };
+  const out = {};
+  for (const key of SPEC_FIELDS) if (spec[key] !== undefined && spec[key] !== null) out[key] = spec[key];
+  for (const [key, value] of Object.entries(workload.spec || {})) if (!(key in out)) out[key] = value;
+  return out;
+}
+
+function renderTimeline(timeline) {
+  const bar = document.getElementById("timeline-bar");
+  const list = document.getElementById("timeline");
+  const total = timeline.segments.reduce((sum, s) => sum + s.seconds, 0) || 1;
+  bar.replaceChildren(...timeline.segments.map((s) => {
+    const part = el("span", { class: `segment phase-${s.phase}`, title: `${s.phase} (${s.cause}) ${duration(s.seconds)}` });
+    part.style.flexGrow = String(Math.max(s.seconds / total, 0.02));
+    return part;
+  }));
+  if (timeline.outcome) bar.append(el("span", { class: `segment end outcome-${timeline.outcome}` }));
+  list.replaceChildren(...timeline.segments.map((s, index) => el("li", {},
+    el("span", { class: `swatch phase-${s.phase}` }),
+    el("strong", { text: s.phase }),
+    ` ${duration(s.seconds)}${s.ended_at ? "" : " so far"} · `,
+    el("span", { class: "muted", text: `${index === 0 ? "from" : "after"} ${s.cause} · generation ${s.generation}` }),
+  )));
+  if (timeline.outcome) {
+    list.append(el("li", {}, el("span", { class: `swatch outcome-${timeline.outcome}` }),
+      el("strong", { text: timeline.outcome }), ` at ${new Date(timeline.finished_at).toLocaleString()}`));
+  }
+}
+
+function fact(dl, term, value) {
+  if (value === undefined || value === null || value === "") return;
+  dl.append(el("dt", { text: term }), el("dd", { text: value }));
+}
+
+function renderWorkload(w) {
+  const s = w.status || {};
+  document.getElementById("state").replaceChildren(stateBadge(s.state ?? ""));
+  document.getElementById("reason").textContent = s.reason ?? "";
+  const dl = document.getElementById("evidence");
+  dl.replaceChildren();
+  fact(dl, "Pool", w.compute_pool);
+  fact(dl, "Generation", String(w.generation));
+  fact(dl, "Cluster queue", s.admission?.cluster_queue);
+  fact(dl, "Flavor", s.admission?.flavor);
+  fact(dl, "Admitted at", s.admission?.admitted_at && new Date(s.admission.admitted_at).toLocaleString());
+  fact(dl, "Nodes", (s.nodes || []).join(", "));
+  fact(dl, "GPU product", s.accelerator?.product);
+  fact(dl, "GPU memory", s.accelerator?.memory_mib && `${s.accelerator.memory_mib} MiB`);
+  fact(dl, "GPUs", s.accelerator?.count && String(s.accelerator.count));
+  fact(dl, "Attempts", s.attempts !== undefined ? String(s.attempts) : null);
+  fact(dl, "Started", s.started_at && new Date(s.started_at).toLocaleString());
+  fact(dl, "Finished", s.finished_at && new Date(s.finished_at).toLocaleString());
+  fact(dl, "Exit code", s.exit_code !== null && s.exit_code !== undefined ? String(s.exit_code) : null);
+  fact(dl, "Job", s.job?.name);
+  fact(dl, "Created by", w.created_by);
+  document.getElementById("spec").textContent = JSON.stringify(w.spec, null, 2);
+}
+
+function renderEvents(events) {
+  const tbody = document.querySelector("#events tbody");
+  tbody.replaceChildren(...events.items.map((e) => el("tr", {},
+    el("td", { text: new Date(e.at).toLocaleTimeString() }),
+    el("td", { text: e.reason ? `${e.type} (${e.reason})` : e.type }),
+    el("td", { text: e.message ?? "" }),
+    el("td", { text: e.actor_name ?? e.actor }))));
+}
+
+async function workloadView() {
+  const project = body.dataset.project;
+  const name = body.dataset.workload;
+  const path = `projects/${enc(project)}/workloads/${enc(name)}`;
+  const logs = document.getElementById("logs");
+  const logsStatus = document.getElementById("logs-status");
+  const followButton = document.getElementById("follow");
+  const rank = document.getElementById("rank");
+  const actionStatus = document.getElementById("action-status");
+  let current = null;
+  let follow = null; // AbortController of the log follow
+  let wantFollow = true;
+  let refreshing = null;
+
+  async function refreshTrail() {
+    // Called once per change of the workload (never on a timer); overlapping calls coalesce.
+    if (refreshing) return refreshing;
+    refreshing = (async () => {
+      try {
+        const [timeline, events] = await Promise.all([
+          api(`/${"projects"}/${enc(project)}/workloads/${enc(name)}/timeline`),
+          api(`${path}/events?limit=100`),
+        ]);
+        renderTimeline(timeline);
+        renderEvents(events);
+      } catch (error) {
+        if (error.status !== 404) actionStatus.textContent = error.message;
+      } finally {
+        refreshing = null;
+      }
+    })();
+    return refreshing;
+  }
+
+  function appendLines(text) {
+    logs.append(document.createTextNode(text));
+    // Bounded: the page keeps the newest lines only.
+    let lines = logs.textContent.split("\n");
+    if (lines.length > MAX_LOG_LINES) {
+      lines = lines.slice(lines.length - MAX_LOG_LINES);
+      logs.textContent = lines.join("\n");
+    }
+    logs.scrollTop = logs.scrollHeight;
+  }
+
+  async function startFollow() {
+    if (follow || !wantFollow) return;
+    const controller = new AbortController();
+    follow = controller;
+    followButton.setAttribute("aria-pressed", "true");
+    followButton.textContent = "Stop following";
+    const query = new URLSearchParams({ follow: "true", tail: "200" });
+    if (rank.value !== "") query.set("replica", rank.value);
+    logs.textContent = "";
+    logsStatus.textContent = "Following…";
+    try {
+      const response = await fetch(`${API}/${path}/logs?${query}`, { signal: controller.signal });
+      if (!response.ok) {
+        const problem = await response.json().catch(() => ({}));
+        logsStatus.textContent = response.status === 404
+          ? "No pod has started yet; the logs follow once one does."
+          : problem.detail || `HTTP ${response.status}`;
+        return;
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        appendLines(decoder.decode(value, { stream: true }));
+      }
+      logsStatus.textContent = "The containers ended; nothing more to follow.";
+    } catch (error) {
+      if (error.name !== "AbortError") logsStatus.textContent = error.message;
+      else logsStatus.textContent = "Not following.";
+    } finally {
+      if (follow === controller) follow = null;
+      followButton.setAttribute("aria-pressed", "false");
+      followButton.textContent = "Follow";
+    }
+  }
+
+  function stopFollow() {
+    if (follow) follow.abort();
+    follow = null;
+  }
+
+  followButton.addEventListener("click", () => {
+    if (follow) { wantFollow = false; stopFollow(); } else { wantFollow = true; startFollow(); }
+  });
+  rank.addEventListener("change", () => { stopFollow(); wantFollow = true; setTimeout(startFollow, 0); });
+
+  function show(w) {
+    current = w;
+    renderWorkload(w);
+    const replicas = w.spec?.replicas || 1;
+    const label = document.getElementById("rank-label");
+    if (replicas > 1 && rank.options.length !== replicas + 1) {
+      rank.replaceChildren(el("option", { value: "", text: "all" }),
+        ...Array.from({ length: replicas }, (_, i) => el("option", { value: String(i), text: String(i) })));
+      label.hidden = false;
+    }
+    const state = w.status?.state;
+    if (["RUNNING", "SUCCEEDED", "FAILED"].includes(state) && !follow) startFollow();
+    refreshTrail();
+  }
+
+  try {
+    const w = await api(path);
+    document.getElementById("replace-spec").value = JSON.stringify(specBody(w), null, 2);
+    show(w);
+  } catch (error) {
+    document.getElementById("gone").hidden = false;
+    document.getElementById("gone").textContent = error.message;
+    return;
+  }
+
+  const source = new EventSource(`${API}/${path}/watch`);
+  source.addEventListener("MODIFIED", (event) => show(JSON.parse(event.data).object));
+  source.addEventListener("ADDED", (event) => show(JSON.parse(event.data).object));
+  source.addEventListener("DELETED", () => {
+    const gone = document.getElementById("gone");
+    gone.hidden = false;
+    gone.textContent = "This workload is gone (deleted).";
+    source.close();
+    refreshTrail();
+  });
+
+  // Delete: two steps, no dialog.
+  const del = document.getElementById("delete");
+  const confirmDel = document.getElementById("delete-confirm");
+  del.addEventListener("click", () => { confirmDel.hidden = false; confirmDel.focus(); });
+  confirmDel.addEventListener("click", async () => {
+    confirmDel.hidden = true;
+    try {
+      await api(path, { method: "DELETE" });
+      actionStatus.textContent = "Deletion requested.";
+    } catch (error) {
+      actionStatus.textContent = error.message;
+    }
+  });
+
+  // Replace: the server's dry run shows the diff first, then the real PUT.
+  const form = document.getElementById("replace");
+  const apply = document.getElementById("apply");
+  const diff = document.getElementById("diff");
+  let pending = null;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    apply.hidden = true;
+    diff.replaceChildren();
+    let spec;
+    try {
+      spec = JSON.parse(form.elements.spec.value);
+    } catch (error) {
+      diff.replaceChildren(el("p", { class: "field-error", text: `Not JSON: ${error.message}` }));
+      return;
+    }
+    try {
+      const answer = await api(`${path}?dry_run=true`, { method: "PUT", json: spec,
+        headers: { "If-Match": `"${current.generation}"` } });
+      pending = spec;
+      if (!answer.changes.length) {
+        diff.replaceChildren(el("p", { text: "No field changes (a replace would still make a new generation)." }));
+      } else {
+        diff.replaceChildren(el("table", { class: "diff" },
+          el("caption", { text: "What the replace changes" }),
+          el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Field" }),
+            el("th", { scope: "col", text: "Before" }), el("th", { scope: "col", text: "After" }))),
+          el("tbody", {}, ...answer.changes.map((c) => el("tr", {},
+            el("th", { scope: "row", text: c.field }),
+            el("td", { class: "before", text: JSON.stringify(c.before) }),
+            el("td", { class: "after", text: JSON.stringify(c.after) }))))));
+      }
+      apply.hidden = false;
+    } catch (error) {
+      diff.replaceChildren(problemList(error));
+    }
+  });
+  apply.addEventListener("click", async () => {
+    apply.hidden = true;
+    try {
+      await api(path, { method: "PUT", json: pending, headers: { "If-Match": `"${current.generation}"` } });
+      actionStatus.textContent = "Replaced: a new generation is on its way.";
+      diff.replaceChildren();
+    } catch (error) {
+      diff.replaceChildren(problemList(error));
+    }
+  });
+}
+
+function problemList(error) {
+  const items = (error.problem?.errors || []).map((e) => el("li", { text: `${e.field}: ${e.message}` }));
+  return el("div", { class: "field-error", role: "alert" }, el("p", { text: error.message }),
+    items.length ? el("ul", {}, ...items) : null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submit: the common fields plus a JSON object for the rest; the server validates.
+
+function clearErrors(form) {
+  for (const node of form.querySelectorAll(".field-error")) node.textContent = "";
+  for (const node of form.querySelectorAll("[aria-invalid]")) node.removeAttribute("aria-invalid");
+}
+
+function showErrors(form, error, prefix = "e-") {
+  const general = [];
+  for (const item of error.problem?.errors || []) {
+    const top = String(item.field).split(/[.[]/)[0];
+    const slot = document.getElementById(`${prefix}${top}`);
+    if (slot) {
+      slot.textContent = slot.textContent ? `${slot.textContent} ${item.message}` : `${item.field}: ${item.message}`;
+      form.querySelector(`[data-field="${CSS.escape(top)}"] input, [data-field="${CSS.escape(top)}"] select, [data-field="${CSS.escape(top)}"] textarea`)
+        ?.setAttribute("aria-invalid", "true");
+    } else {
+      general.push(`${item.field}: ${item.message}`);
+    }
+  }
+  return general;
+}
+
+async function submitView() {
+  const project = body.dataset.project;
+  const form = document.getElementById("submit");
+  const formErrors = document.getElementById("form-errors");
+  const pool = form.elements.compute_pool;
+  try {
+    const pools = await api(`projects/${enc(project)}/compute-pools?limit=100`);
+    pool.replaceChildren(...pools.items.map((p) => el("option", { value: p.name, text: p.name })));
+  } catch (error) {
+    formErrors.textContent = error.message;
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    formErrors.textContent = "";
+    const f = form.elements;
+    let extra = {};
+    try {
+      extra = JSON.parse(f.extra.value || "{}");
+      if (typeof extra !== "object" || Array.isArray(extra) || extra === null) throw new Error("must be a JSON object");
+    } catch (error) {
+      document.getElementById("e-extra").textContent = `extra: ${error.message}`;
+      f.extra.setAttribute("aria-invalid", "true");
+      return;
+    }
+    const number = (value) => (value.trim() === "" ? undefined : Number(value));
+    const spec = {
+      name: f.name.value.trim(),
+      compute_pool: f.compute_pool.value,
+      image: f.image.value.trim(),
+      accelerators: number(f.accelerators.value),
+      replicas: number(f.replicas.value),
+      cpu: f.cpu.value.trim() || undefined,
+      memory: f.memory.value.trim() || undefined,
+      ...extra,
+    };
+    const words = f.command.value.trim().split(/\s+/).filter(Boolean);
+    if (words.length && !("command" in extra)) spec.command = words;
+    try {
+      const created = await api(`projects/${enc(project)}/workloads`, {
+        method: "POST", json: spec, headers: { "Idempotency-Key": crypto.randomUUID() } });
+      window.location.assign(`/projects/${enc(project)}/workloads/${enc(created.name)}`);
+    } catch (error) {
+      const general = showErrors(form, error);
+      formErrors.textContent = [error.message, ...general].join(" ");
+      const first = form.querySelector("[aria-invalid]");
+      if (first) first.focus();
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admin: projects, bindings with the quota granted per class, tokens (create, revoke).
+
+async function adminView() {
+  const projects = await api("projects?limit=500");
+  const ptbody = document.querySelector("#projects tbody");
+  ptbody.replaceChildren(...projects.items.map((p) => el("tr", {},
+    el("th", { scope: "row" }, el("a", { href: `/projects/${enc(p.name)}`, text: p.name })),
+    el("td", {}, stateBadge(p.status?.state ?? "")),
+    el("td", { text: p.status?.reason ?? "" }),
+    el("td", { text: p.limits ? JSON.stringify(p.limits) : "none" }))));
+
+  const granted = new Map();
+  await Promise.all(projects.items.map(async (p) => {
+    try {
+      const pools = await api(`projects/${enc(p.name)}/compute-pools?limit=500`);
+      for (const pool of pools.items) {
+        const entry = granted.get(pool.accelerator_class) || { quota: 0, used: 0 };
+        entry.quota += pool.quota?.accelerators || 0;
+        entry.used += pool.status?.usage?.accelerators_admitted || 0;
+        granted.set(pool.accelerator_class, entry);
+      }
+    } catch { /* a project being deleted: skipped */ }
+  }));
+  const bindings = await api("accelerator-bindings?limit=500");
+  document.querySelector("#bindings tbody").replaceChildren(...bindings.items.map((b) => {
+    const g = granted.get(b.accelerator_class) || { quota: 0, used: 0 };
+    return el("tr", {},
+      el("th", { scope: "row", text: b.accelerator_class }),
+      el("td", { text: b.resource_name }),
+      el("td", { text: b.flavor }),
+      el("td", { text: Object.entries(b.node_labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") }),
+      el("td", { text: `${g.quota} GPUs granted, ${g.used} in use` }));
+  }));
+
+  const select = document.getElementById("token-project");
+  select.replaceChildren(...projects.items.map((p) => el("option", { value: p.name, text: p.name })));
+  const tbody = document.querySelector("#tokens tbody");
+  const secret = document.getElementById("secret");
+
+  async function loadTokens() {
+    if (!select.value) return;
+    const tokens = await api(`projects/${enc(select.value)}/tokens?limit=500`);
+    tbody.replaceChildren(...tokens.items.map((t) => {
+      const revoke = el("button", { type: "button", class: "danger", text: "Revoke", "aria-label": `Revoke token ${t.name}` });
+      revoke.hidden = Boolean(t.revoked_at);
+      revoke.addEventListener("click", async () => {
+        try {
+          await api(`projects/${enc(select.value)}/tokens/${enc(t.id)}`, { method: "DELETE" });
+          await loadTokens();
+        } catch (error) { secret.hidden = false; secret.textContent = error.message; }
+      });
+      return el("tr", {},
+        el("th", { scope: "row", text: t.name }),
+        el("td", { text: t.role }),
+        el("td", { text: new Date(t.created_at).toLocaleString() }),
+        el("td", { text: t.expires_at ? new Date(t.expires_at).toLocaleString() : "never" }),
+        el("td", { text: t.revoked_at ? "revoked" : "live" }),
+        el("td", {}, revoke));
+    }));
+  }
+  select.addEventListener("change", () => { secret.hidden = true; loadTokens(); });
+  const form = document.getElementById("new-token");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearErrors(form);
+    const days = form.elements.expires_in_days.value.trim();
+    const json = { name: form.elements.name.value.trim(), role: form.elements.role.value };
+    if (days) json.expires_in_days = Number(days);
+    try {
+      const created = await api(`projects/${enc(select.value)}/tokens`, { method: "POST", json,
+        headers: { "Idempotency-Key": crypto.randomUUID() } });
+      secret.hidden = false;
+      secret.replaceChildren(el("p", { text: `Token ${created.name} created. Its secret is shown this once:` }),
+        el("code", { class: "secret", text: created.token }));
+      form.reset();
+      await loadTokens();
+    } catch (error) {
+      const general = showErrors(form, error, "te-");
+      secret.hidden = false;
+      secret.textContent = [error.message, ...general].join(" ");
+    }
+  });
+  await loadTokens();
+}
+
+const views = { project: projectView, workload: workloadView, submit: submitView, admin: adminView };
+const view = views[body.dataset.view];
+if (view) view().catch((error) => { console.error(error); });
