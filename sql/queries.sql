@@ -518,7 +518,7 @@ LIMIT $6;
 -- replaces the Job. `observed` is kept: it names the old Job the reconciler must remove.
 UPDATE workloads
 SET spec = $2, pool_id = $3, generation = generation + 1, state = 'PENDING',
-    state_reason = $4, updated_at = now()
+    state_reason = $4, updated_at = now(), generation_at = clock_timestamp()
 WHERE id = $1
 RETURNING *;
 
@@ -1178,6 +1178,64 @@ SELECT 'workload', coalesce(extract(epoch FROM now() - (
 
 -- ===== end section: reconcile engine =====
 
+
+-- ---------------------------------------------------------------------------------------------
+-- Planning (app/store/planning.py, docs/PLANNING.md)
+-- ---------------------------------------------------------------------------------------------
+
+-- name: planning_pool
+-- A pool's quota and project, by id.
+SELECT id, project_id, name, spec FROM compute_pools WHERE id = $1;
+
+-- name: planning_pool_by_name
+SELECT id, project_id, name, spec FROM compute_pools WHERE project_id = $1 AND name = $2;
+
+-- name: planning_live_workloads
+-- The queue and what holds the quota ($1 the pool): the partial index workloads_live_by_pool.
+SELECT id, name, spec, state, observed, generation, observed_generation, generation_at
+FROM workloads
+WHERE pool_id = $1 AND deletion_requested_at IS NULL
+  AND state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING');
+
+-- name: planning_finished_workloads
+-- The project's newest finished workloads that were admitted ($2 how many): their durations.
+SELECT name, pool_id, spec -> 'labels' AS labels, observed
+FROM workloads
+WHERE project_id = $1 AND state IN ('SUCCEEDED', 'FAILED')
+  AND observed ? 'admission' AND observed ? 'finished_at'
+ORDER BY updated_at DESC
+LIMIT $2;
+
+-- name: planning_record_forecast
+INSERT INTO workload_forecasts (workload_id, pool_id, generation, position, earliest, likely,
+                                latest, basis)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: planning_record_start
+-- Kueue admitted the generation at $3: score its estimates; the scored ones are returned.
+UPDATE workload_forecasts SET started_at = $3
+WHERE workload_id = $1 AND generation = $2 AND started_at IS NULL
+RETURNING earliest, likely, latest;
+
+-- name: planning_accuracy
+-- The pool's scored estimates of the last $2 seconds ($1 the pool): count, median absolute
+-- error of the likely time, share inside the band (estimates without a band are counted
+-- apart).
+SELECT count(*) FILTER (WHERE likely IS NOT NULL) AS samples,
+       count(*) FILTER (WHERE likely IS NULL) AS without_estimate,
+       percentile_cont(0.5) WITHIN GROUP (
+           ORDER BY abs(extract(epoch FROM started_at - likely)))
+           FILTER (WHERE likely IS NOT NULL) AS median_absolute_error_seconds,
+       avg(CASE WHEN started_at BETWEEN earliest AND latest THEN 1.0 ELSE 0.0 END)
+           FILTER (WHERE likely IS NOT NULL) AS inside_band,
+       percentile_cont(0.9) WITHIN GROUP (
+           ORDER BY extract(epoch FROM started_at - made_at)) AS p90_wait_seconds,
+       percentile_cont(0.5) WITHIN GROUP (
+           ORDER BY extract(epoch FROM latest - earliest))
+           FILTER (WHERE likely IS NOT NULL) AS median_band_seconds
+FROM workload_forecasts
+WHERE pool_id = $1 AND started_at IS NOT NULL
+  AND started_at > now() - make_interval(secs => $2);
 -- ===== section: role bindings (identity-provider groups → roles; migration 0018) =====
 
 -- name: insert_role_binding

@@ -80,7 +80,10 @@ async def stored(read: Awaitable[T]) -> T | None:
         return None
 
 
-def answer(envelope: type, resource: Any, before: Any, status: int) -> Response[Any]:
-    """The 200 answer of a dry run: `resource` as it would be stored, `before` what is."""
+def answer(envelope: type, resource: Any, before: Any, status: int, **extra: Any) -> Response[Any]:
+    """The 200 answer of a dry run: `resource` as it would be stored, `before` what is
+    (`extra`: the envelope's other fields, a workload's `admission`)."""
     changes = changes_between(before, resource, WRITTEN_FIELDS[envelope])
-    return Response(envelope(status_code=status, object=resource, changes=changes), status_code=200)
+    return Response(
+        envelope(status_code=status, object=resource, changes=changes, **extra), status_code=200
+    )

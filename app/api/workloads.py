@@ -1,7 +1,7 @@
 """`/api/v1/projects/{project}/workloads`: batch accelerator jobs. Editors (and above) write;
 every member of the project reads. Reads come from PostgreSQL, never from the cluster."""
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put
@@ -16,6 +16,7 @@ from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
+from app.api.standings import planned_admission, with_standings
 from app.api.watches import open_stream
 from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
@@ -25,6 +26,9 @@ from app.domain.validation import check_workload
 from app.domain.workload_resources import WatchEvent, WorkloadList, WorkloadResource
 from app.store import workloads
 from app.store.db import Connection
+
+if TYPE_CHECKING:
+    from app.domain.planning.what_if import AdmissionForecast
 
 PATH = "/projects/{project:str}/workloads"
 ONE = PATH + "/{name:str}"
@@ -85,7 +89,8 @@ def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResourc
     "its `Location`; the reconciler creates its Job. `compute_pool` must exist and not be "
     "being deleted (else 422 naming it); `replicas` x the per-replica request must fit the "
     "pool's quota (else 422 exceeds-pool-capacity). Honours `Idempotency-Key`. "
-    "`dry_run=true`: 200 with what it would store, nothing written.",
+    "`dry_run=true`: 200 with what it would store and the `admission` forecast (admitted "
+    "now, preempting, or queued with its position and estimated start), nothing written.",
     responses={
         200: success(WorkloadDryRun, "Dry run: what the request would store and change"),
         202: success(WorkloadResource, "Accepted"),
@@ -113,8 +118,15 @@ async def create_workload(
         return Created(workload, location, "workload", workload.uid)
 
     if dry_run:
-        created = await create_dry(request, db, create)
-        return answer(WorkloadDryRun, created.resource, None, 202)
+        planned: list[AdmissionForecast | None] = []
+
+        async def create_planned(conn: Connection) -> Created:
+            created = await create(conn)
+            planned.append(await planned_admission(conn, project, data, created.resource.uid))
+            return created
+
+        created = await create_dry(request, db, create_planned)
+        return answer(WorkloadDryRun, created.resource, None, 202, admission=planned[0])
     response = await respond_once(request, db, caller, status=202, create=create)
     lease.committed()
     return response
@@ -183,6 +195,7 @@ async def list_workloads(
             conn, project.id, state=state, compute_pool=compute_pool
         )
         items, position = await workloads.page(conn, project, view, after=after, limit=limit)
+        items = await with_standings(conn, project, items)
     return Response(WorkloadList(items=items, next_cursor=page.next(position)))
 
 
@@ -219,8 +232,10 @@ async def watch_workload(
 async def get_workload(
     caller: CallerDep, db: DbDep, name: str = NamePath
 ) -> Response[WorkloadResource]:
+    project = caller.require_project()
     async with db.connection() as conn:
-        found = await workloads.get(conn, caller.require_project(), name)
+        found = await workloads.get(conn, project, name)
+        [found] = await with_standings(conn, project, [found])
     return _answer(found, 200)
 
 
@@ -232,8 +247,8 @@ async def get_workload(
     description="Editor. The full spec becomes a new generation (202): the reconciler removes "
     "the old Job and creates one for the new generation. The body's `name` must be the "
     'path\'s. `If-Match: "<generation>"` makes it conditional (412 on mismatch); 409 '
-    "being-deleted once deletion was requested. `dry_run=true`: 200 with what it would store "
-    "and the fields it would change, nothing written.",
+    "being-deleted once deletion was requested. `dry_run=true`: 200 with what it would store, "
+    "the fields it would change and the `admission` forecast, nothing written.",
     responses={
         200: success(WorkloadDryRun, "Dry run: what the request would store and change"),
         **problems(*WRITE),
@@ -262,8 +277,9 @@ async def replace_workload(
         replaced = await workloads.replace(
             conn, project, data, if_match=if_match, actor=caller.actor
         )
+        admission = await planned_admission(conn, project, data, replaced.uid) if dry_run else None
     if dry_run:
-        return answer(WorkloadDryRun, replaced, before, 202)
+        return answer(WorkloadDryRun, replaced, before, 202, admission=admission)
     return _answer(replaced, 202)
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from app.domain.planning.what_if import AdmissionForecast
 from app.domain.pool_resources import PoolResource
 from app.domain.resources import Binding, Project, TokenCreated
 from app.domain.workload_resources import WorkloadResource
@@ -41,6 +42,13 @@ class WorkloadDryRun(msgspec.Struct, kw_only=True):
     status_code: Annotated[int, _STATUS]
     object: WorkloadResource
     changes: Annotated[list[Change], _CHANGES]
+    admission: Annotated[
+        AdmissionForecast | None,
+        msgspec.Meta(
+            description="what Kueue would do with it now: admit it, preempt for it, or queue "
+            "it (position and estimated start); an estimate, not a reservation"
+        ),
+    ] = None
 
 
 class PoolDryRun(msgspec.Struct, kw_only=True):

@@ -9,7 +9,12 @@ generation, and a status assembled from the row's `state`, `state_reason`,
     {"job": {"name": str, "uid": str},
      "admission": {"cluster_queue": str, "flavor": str, "admitted_at": RFC 3339},
      "nodes": [str], "accelerator": {"product": str, "memory_mib": int, "count": int},
-     "attempts": int, "started_at": RFC 3339, "finished_at": RFC 3339, "exit_code": int}
+     "attempts": int, "started_at": RFC 3339, "finished_at": RFC 3339, "exit_code": int,
+     "queue": QueueStanding (QUEUED only)}
+
+A QUEUED workload's reason starts with its standing's sentence (`Queued 3rd in pool h100-pool;
+likely to start in 12-25 min.`), as of the row's last write; the API recomputes both when it
+answers a read (`app.api.standings`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import msgspec
 
 from app.domain.events import EventReason, EventType
+from app.domain.planning.standing import QueueStanding, queued_sentence
 from app.domain.specs import WorkloadSpec
 from app.domain.states import WorkloadState
 
@@ -87,6 +93,8 @@ class ObservedFacts(msgspec.Struct, kw_only=True):
     finished_at: datetime | None = None
     exit_code: int | None = None
     ranks: list[RankFacts] = []
+    #: QUEUED: the standing the controller last wrote (app.reconcile.steps.planning).
+    queue: QueueStanding | None = None
 
 
 class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):
@@ -122,6 +130,13 @@ class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):
         list[RankFacts],
         msgspec.Meta(description="per rank of a multi-node workload (empty for one node)"),
     ] = []
+    queue: Annotated[
+        QueueStanding | None,
+        msgspec.Meta(
+            description="QUEUED only: its place in the pool's queue and an estimate of when "
+            "Kueue admits it (computed when read; a stream's events carry it as of the change)"
+        ),
+    ] = None
     updated_at: datetime
 
 
@@ -191,6 +206,10 @@ def workload_from_row(row: Row, project: str) -> WorkloadResource:
     """Build the API resource from a `workloads` row (`spec`, `observed` decoded to dicts)."""
     spec = msgspec.convert(row["spec"], WorkloadSpec)
     observed = msgspec.convert(row["observed"] or {}, ObservedFacts, strict=False)
+    reason = row["state_reason"] or ACCEPTED_REASON
+    queue = observed.queue if row["state"] == WorkloadState.QUEUED else None
+    if queue is not None:
+        reason = f"{queued_sentence(queue, spec.compute_pool, row['updated_at'])} {reason}"
     return WorkloadResource(
         name=row["name"],
         project=project,
@@ -203,7 +222,7 @@ def workload_from_row(row: Row, project: str) -> WorkloadResource:
         created_by=row["created_by"],
         status=WorkloadStatus(
             state=row["state"],
-            reason=row["state_reason"] or ACCEPTED_REASON,
+            reason=reason,
             observed_generation=row["observed_generation"],
             job=observed.job,
             admission=observed.admission,
@@ -214,6 +233,7 @@ def workload_from_row(row: Row, project: str) -> WorkloadResource:
             finished_at=observed.finished_at,
             exit_code=observed.exit_code,
             ranks=observed.ranks,
+            queue=queue,
             updated_at=row["updated_at"],
         ),
     )

@@ -155,6 +155,20 @@ TIME_TO_RUNNING = Histogram(
     buckets=_LIFECYCLE_BUCKETS,
     registry=REGISTRY,
 )
+FORECAST_ERROR = Histogram(
+    "aicp_forecast_error_seconds",
+    "How far Kueue's admission of a queued workload fell from the estimate's likely (p50) "
+    "time, in absolute seconds, per scored estimate (docs/PLANNING.md).",
+    buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400),
+    registry=REGISTRY,
+)
+FORECAST_STARTS = Counter(
+    "aicp_forecast_starts_total",
+    "Scored estimates of queued workloads, by whether the admission fell inside the "
+    "estimate's band (p10 to p90): inside=true or false.",
+    ["inside"],
+    registry=REGISTRY,
+)
 STUCK_DELETING = Gauge(
     "aicp_resources_stuck_deleting",
     "Resources whose deletion was requested more than a minute ago and is not finished, by kind.",

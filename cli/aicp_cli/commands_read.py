@@ -19,6 +19,7 @@ from aicp_cli.output import (
     cell,
     dump,
     dump_event,
+    eta_span,
     line_width,
     printable,
     row_line,
@@ -175,6 +176,30 @@ def _start_deadline(seconds: Any) -> str:
     return f"{seconds} s after admission"
 
 
+def _queue_lines(queue: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """A queued workload's standing: position, who is ahead, the estimate and its basis."""
+    if not queue:
+        return []
+    ahead = queue.get("ahead") or []
+    count = queue.get("ahead_count", len(ahead))
+    listed = ", ".join(ahead) + (f" and {count - len(ahead)} more" if count > len(ahead) else "")
+    eta = queue.get("eta")
+    return [
+        (
+            "Queue position",
+            f"{queue.get('position')} ({count} ahead{': ' + listed if ahead else ''})",
+        ),
+        (
+            "Estimated start",
+            f"in {eta_span(eta)}: likely {eta.get('likely')} (between {eta.get('earliest')} "
+            f"and {eta.get('latest')}; an estimate, not a reservation)"
+            if eta
+            else "no estimate",
+        ),
+        ("Estimate basis", queue.get("eta_basis")),
+    ]
+
+
 def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
     spec, status = w.get("spec") or {}, w.get("status") or {}
     lines: list[tuple[str, Any]] = [
@@ -237,6 +262,7 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
             ("Started", status.get("started_at") or "-"),
             ("Finished", status.get("finished_at") or "-"),
             ("Exit code", "-" if status.get("exit_code") is None else status.get("exit_code")),
+            *_queue_lines(status.get("queue")),
         ],
     )
     ranks = status.get("ranks") or []

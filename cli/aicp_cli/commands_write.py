@@ -13,7 +13,7 @@ from aicp_cli import manifests, progress
 from aicp_cli.commands_read import STATE, STATE_LIST, complete_kinds, complete_workloads
 from aicp_cli.errors import ApiError, CliError, Unreachable
 from aicp_cli.kinds import Kind, by_name, kind_named
-from aicp_cli.output import printable
+from aicp_cli.output import admission_lines, printable
 from aicp_cli.session import client_for, project_of
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
             click.echo(f"{label} {step.action}" + (" (dry run)" if dry_run else ""))
             if dry_run and step.diff:
                 click.echo(step.diff.rstrip("\n"))
+            for line in admission_lines(step.admission) if dry_run else []:
+                click.echo(printable(line))
     if failed:
         raise CliError(f"{failed} of {len(documents)} documents failed", exit_code=1)
 
@@ -144,6 +146,12 @@ RUN_OPTIONS = {
 @click.option("--retries", type=int, help="Retries of a failed pod.")
 @click.option("--priority", type=click.Choice(["low", "normal", "high"]))
 @click.option("-w", "--wait", "wait_for", is_flag=True, help="Then wait until it has finished.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Submit nothing: print whether it would be admitted now, whom it would preempt, or "
+    "its place in the queue and estimated start (the server checks it as a real submit).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def run(
@@ -163,6 +171,7 @@ def run(
     retries: int | None,
     priority: str | None,
     wait_for: bool,
+    dry_run: bool,
     command: tuple[str, ...],
 ) -> int:
     """Submit a workload in one line: aicp run --pool P --gpus 8 --image I -- python train.py
@@ -192,10 +201,16 @@ def run(
             body[key] = value
     with client_for(ctx) as client:
         path = by_name("workload").path(project_of(client))
+        params = {"dry_run": "true"} if dry_run else None
         try:
-            created = client.request("POST", path, body=body).json()
+            created = client.request("POST", path, body=body, params=params).json()
         except ApiError as exc:
             raise exc.naming(RUN_OPTIONS) from None
+        if dry_run:
+            click.echo(f"workload/{printable(created['object']['name'])} created (dry run)")
+            for line in admission_lines(created.get("admission")):
+                click.echo(printable(line))
+            return 0
         click.echo(f"workload/{printable(created['name'])} created")
         if not wait_for:
             return 0

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from aicp_cli.errors import CliError
-from aicp_cli.output import Column, age
+from aicp_cli.output import Column, age, eta_span
 
 
 def _status(obj: dict[str, Any], key: str) -> Any:
@@ -26,12 +26,20 @@ def _accelerator(obj: dict[str, Any]) -> str | None:
     return found.get("product")
 
 
+def _queue(obj: dict[str, Any]) -> str | None:
+    """`#3 5m-20m`: the place in its pool's queue and the estimated start band from now
+    (`#3 -` without an estimate); QUEUED workloads only."""
+    queue = _status(obj, "queue")
+    return f"#{queue['position']} {eta_span(queue.get('eta'))}" if queue else None
+
+
 WORKLOAD_COLUMNS: list[Column] = [
     ("NAME", lambda o: o["name"]),
     ("STATE", lambda o: _status(o, "state")),
     ("POOL", lambda o: o.get("compute_pool")),
     ("GPUS", _gpus),
     ("AGE", lambda o: age(o.get("created_at"))),
+    ("QUEUE", _queue),
     ("REASON", lambda o: _status(o, "reason")),
 ]
 WORKLOAD_WIDE: list[Column] = [

@@ -200,6 +200,7 @@ class Plan:
     body: Any
     diff: str
     stored: Any = None  # the resource as the server answered it before; None when absent
+    admission: Any = None  # a workload dry run's admission forecast
 
 
 def plan(client: Client, project: str | None, doc: Document) -> Plan:
@@ -301,13 +302,16 @@ def dry_run(client: Client, step: Plan) -> Plan:
     answer = client.request(
         step.method, step.path, body=step.body, params={"dry_run": "true"}
     ).json()
+    admission = answer.get("admission")
     if not answer.get("changes"):
-        return Plan(step.document, "unchanged", None, step.path, None, "")
+        return Plan(step.document, "unchanged", None, step.path, None, "", admission=admission)
     kind, name = step.document.kind, step.document.name
     after = written(kind, answer["object"])
     before = written(kind, step.stored) if step.stored is not None else None
     diff = _diff(before, after, name)
-    return Plan(step.document, step.action, step.method, step.path, step.body, diff, step.stored)
+    return Plan(
+        step.document, step.action, step.method, step.path, step.body, diff, step.stored, admission
+    )
 
 
 def written(kind: str, obj: dict[str, Any]) -> dict[str, Any]:

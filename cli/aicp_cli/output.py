@@ -82,11 +82,68 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     return f"{seconds}s"
 
 
+def until(stamp: str | None, now: datetime | None = None) -> str:
+    """`0s`, `5m`, `2h`, `4d` until an RFC 3339 time (never negative)."""
+    if not stamp:
+        return "-"
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "?"
+    return age((now or datetime.now(UTC)).isoformat(), then)
+
+
+def eta_span(eta: dict[str, Any] | None, now: datetime | None = None) -> str:
+    """An estimated start band as `5m-20m` from now (`-` without an estimate)."""
+    if not eta:
+        return "-"
+    low, high = until(eta.get("earliest"), now), until(eta.get("latest"), now)
+    return low if low == high else f"{low}-{high}"
+
+
+def admission_lines(admission: dict[str, Any] | None) -> list[str]:
+    """A dry run's admission forecast as lines for people."""
+    if not admission:
+        return []
+    verdict = admission.get("verdict")
+    lines = [f"admission: {verdict} (an estimate, not a reservation)", f"  {admission['reason']}"]
+    for numbers in admission.get("quota") or []:
+        lines.append(
+            f"  {numbers['resource']}: requested {numbers['requested']}, free "
+            f"{numbers['free']} of {numbers['quota']} ({numbers['in_use']} in use)"
+        )
+    if verdict == "preempt":
+        lines.append(f"  would preempt: {', '.join(admission.get('preempts') or [])}")
+    if verdict == "queue":
+        ahead = admission.get("ahead") or []
+        lines.append(
+            f"  position {admission.get('position')} in the queue"
+            + (f", after {', '.join(ahead[:10])}" if ahead else "")
+        )
+        eta = admission.get("eta")
+        lines.append(
+            f"  likely to start in {eta_span(eta)}" if eta else "  no estimate of its start"
+        )
+        lines.append(f"  basis: {admission.get('eta_basis')}")
+    return lines
+
+
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
+
+
+#: Columns a table leaves out when no row has a value in them (a list without queued workloads
+#: has no QUEUE column).
+OPTIONAL = frozenset({"QUEUE"})
 
 
 def table(rows: Iterable[dict[str, Any]], columns: list[Column], *, whole: bool = False) -> None:
     """Rows under their column titles; `whole` (`-o wide`) never shortens the reason."""
+    rows = list(rows)
+    columns = [
+        (title, get)
+        for title, get in columns
+        if title not in OPTIONAL or any(get(row) is not None for row in rows)
+    ]
     titles = [title for title, _ in columns]
     lines = [titles, *([cell(get(row)) for _, get in columns] for row in rows)]
     widths = [max(cell_len(line[i]) for line in lines) for i in range(len(titles))]

@@ -46,6 +46,8 @@ async def test_a_dry_run_shows_the_servers_errors_as_a_real_apply_does_and_chang
     assert dry.error_lines[2] == "error: 2 of 3 documents failed"
     lines = dry.out.splitlines()
     assert lines[0] == "workload/small created (dry run)"
+    assert "admission: admit_now (an estimate, not a reservation)" in lines
+    assert "  accelerators: requested 0, free 16 of 16 (0 in use)" in lines
     assert "+cpu: '1'" in lines and "+memory: 1Gi" in lines  # the server's defaults
     for name in ("small", "huge"):
         assert await running_service.scenario().workload(name) is None
@@ -54,6 +56,32 @@ async def test_a_dry_run_shows_the_servers_errors_as_a_real_apply_does_and_chang
 
     assert real.code == 1 and real.error_lines == dry.error_lines
     assert real.out == "workload/small created\n"
+
+
+async def test_run_dry_run_says_where_the_workload_would_wait_and_submits_nothing(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=8)
+    await scenario.submit("hold", env={"KUBESIM_RUN_SECONDS": "600"})
+    await scenario.wait_state("hold", "RUNNING")
+    cli = admin_cli(running_service, tmp_path)
+
+    args = ["--pool", POOL, "--gpus", "8", "--image", "i", "--name", "next"]
+    waits = await cli.run("run", *args, "--dry-run", "--", "train")
+    urgent = await cli.run("run", *args, "--priority", "high", "--dry-run", "--", "train")
+
+    assert waits.code == 0, waits.err
+    lines = waits.out.splitlines()
+    assert lines[:2] == [
+        "workload/next created (dry run)",
+        "admission: queue (an estimate, not a reservation)",
+    ]
+    assert "  position 1 in the queue" in lines
+    assert "  no estimate of its start" in lines  # no finished workload to learn from yet
+    assert urgent.code == 0, urgent.err
+    assert "  would preempt: hold" in urgent.out.splitlines()
+    assert await scenario.workload("next") is None
 
 
 async def test_a_dry_run_of_a_changed_pool_prints_the_diff_and_of_the_same_one_unchanged(

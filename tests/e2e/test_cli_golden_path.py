@@ -95,7 +95,7 @@ async def test_the_readme_sections_run_in_order_against_one_fresh_dev_mode(
     ):
         assert expected in quick, (expected, quick)
     # The watch's table, with the README's columns, until the workload succeeded.
-    assert re.search(r"\nEVENT +NAME +STATE +POOL +GPUS +AGE +REASON\n", quick), quick
+    assert re.search(r"\nEVENT +NAME +STATE +POOL +GPUS +AGE +QUEUE +REASON\n", quick), quick
     assert re.search(r"\n(ADDED|MODIFIED) +first-job +SUCCEEDED +quick-pool +8 +", quick), quick
     for expected in (
         "context 'admin' saved",

@@ -10,6 +10,7 @@ import io
 import json
 import unicodedata
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -198,3 +199,27 @@ def test_after_the_dashes_every_word_is_the_command_options_included() -> None:
     parsed = run.make_context("run", args)
     assert parsed.params["command"] == ("python", "train.py", "--gpu", "8", "--", "-x")
     assert parsed.params["accelerators"] == 0
+
+
+def test_queued_workloads_show_their_place_and_estimated_start(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    now = datetime.now(UTC)
+    queued = workload("Queued 2nd in pool h100-pool; likely to start in 5-20 min.")
+    queued["status"]["queue"] = {
+        "position": 2,
+        "ahead_count": 1,
+        "ahead": ["a"],
+        "eta": {
+            "earliest": (now + timedelta(minutes=5, seconds=30)).isoformat(),
+            "likely": (now + timedelta(minutes=9, seconds=30)).isoformat(),
+            "latest": (now + timedelta(minutes=20, seconds=30)).isoformat(),
+        },
+        "eta_basis": "b",
+    }
+    table([queued, workload("Short.", state="ADMITTED")], WORKLOAD_COLUMNS)
+    header, first, second = lines_of(capsys)
+    assert header.split() == ["NAME", "STATE", "POOL", "GPUS", "AGE", "QUEUE", "REASON"]
+    assert "#2 5m-20m" in first
+    assert second.split()[5] == "-"

@@ -70,6 +70,7 @@ from app.reconcile.steps.evidence import (
     spec_of,
     summary,
 )
+from app.reconcile.steps.planning import REFRESH_SECONDS, Planner
 from app.reconcile.steps.rendezvous import (
     ensure_service,
     next_attempt_created,
@@ -125,6 +126,7 @@ class WorkloadStep:
 
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
+        self.planner = Planner(ctx.db)
         # Workload id → when its Job was first seen finished with facts still missing.
         self._finishing: dict[uuid.UUID, float] = {}
 
@@ -341,6 +343,7 @@ class WorkloadStep:
             if not stopping and job_finished(job) and retries_left(row, spec, facts):
                 await restart_group(ctx, fence, row, classification, facts, job)
                 return Result.requeue(deletion.RECHECK_SECONDS)
+        facts, estimate = await self.planner.standing(row, state, facts)
         changed = (
             state.value != row.state
             or classification.reason != row.state_reason
@@ -374,6 +377,7 @@ class WorkloadStep:
             if not written.written:
                 return Result.done()  # the row moved on; the change that moved it queues us
             _observe_latency(crossed, written.age_seconds, before)
+            await self.planner.written(row, estimate, crossed, classification.evidence)
             if state.value != row.state:
                 log.info(
                     "workload %s/%s: %s -> %s: %s",
@@ -421,8 +425,11 @@ class WorkloadStep:
 
 
 def _next_look(classification: Classification) -> float:
-    """Seconds until the step should look again without an event: at the start deadline of
-    an admitted workload (if it comes before the resync), else at the resync."""
+    """Seconds until the step should look again without an event: soon for a queued one, at
+    the start deadline of an admitted workload (if it comes before the resync), else at the
+    resync."""
+    if classification.state == WorkloadState.QUEUED:
+        return REFRESH_SECONDS  # its standing follows the queue (app.reconcile.steps.planning)
     deadline = classification.start_deadline
     if deadline is None:
         return RESYNC_SECONDS

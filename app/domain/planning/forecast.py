@@ -1,0 +1,452 @@
+"""When the queued workloads of a pool will likely be admitted: a replay of the pool's future.
+
+The replay follows what Kueue does with a pool's ClusterQueue (`app.domain.planning.queue`):
+at every moment quota frees up, the waiting workloads are tried head first and each one that
+fits the free quota is admitted (BestEffortFIFO); one that does not fit but has a higher
+priority than some holders preempts the fewest of them it needs (lowest priority first, then
+the most recently admitted, as `withinClusterQueue: LowerPriority` does), and they wait again
+in their old place.
+
+How long each workload holds its quota is not known in advance, so the replay runs many times
+(Monte Carlo), each time drawing durations from the history of finished workloads of the same
+project (`History`): those of the same name stem when there are enough, else those with the
+same labels, else every finished workload of the pool. A running workload's draw is one that
+outlasts what it has run so far; every draw is bounded by its `max_runtime_seconds`. The
+admission times over the runs give the band: p10 (earliest), p50 (likely) and p90 (latest).
+Without enough history there is no band, and the forecast says so. Times are never before now.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from app.domain.planning.queue import (
+    NO_DEMAND,
+    Demand,
+    Entry,
+    in_queue_order,
+    name_stem,
+    order_key,
+)
+
+if TYPE_CHECKING:
+    import uuid
+    from collections.abc import Mapping, Sequence
+
+#: Between the two ends of a range in sentences (`12\u201325 min`): an en dash.
+DASH = "\u2013"
+#: Finished workloads a group of history needs before its durations are used.
+MIN_HISTORY = 3
+#: Replays per forecast: enough for stable p10/p90 (each replay is a few hundred steps).
+SAMPLES = 200
+#: Each drawn duration is spread by a lognormal factor of this sigma (a kernel over the few
+#: durations history holds: a handful of past runs under-states how much the next may vary).
+KERNEL_SIGMA = 0.25
+#: Kueue admits a little after quota frees (its next pass; the watch that tells it), and the
+#: admission time it writes is in whole seconds: each admission is drawn this much later.
+ADMISSION_LAG_SECONDS = (-1.0, 2.0)
+#: A long queue runs fewer replays: about this many entries replayed in all, at least
+#: `MIN_SAMPLES` replays (a 500-deep queue still gets a p10 and a p90).
+SAMPLE_BUDGET = 4000
+MIN_SAMPLES = 20
+#: A replay stops this far ahead; admissions later than that count as "not within a month".
+HORIZON_SECONDS = 30 * 86400.0
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Durations:
+    """Seconds some finished workloads held their quota, and which group they are."""
+
+    seconds: tuple[float, ...]
+    #: `stem`, `labels` or `pool`: what the workload shares with them.
+    kind: str
+    #: The stem or the labels as text, for the basis sentence.
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Durations of finished workloads of one project, grouped the ways the estimate looks
+    them up. Built by `history_of`."""
+
+    by_stem: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    by_labels: Mapping[Labels, tuple[float, ...]] = field(default_factory=dict)
+    pool: tuple[float, ...] = ()
+
+    def durations_for(self, entry: Entry) -> Durations | None:
+        """The closest group with at least `MIN_HISTORY` durations (None: no basis)."""
+        stem = self.by_stem.get(entry.stem, ())
+        if len(stem) >= MIN_HISTORY:
+            return Durations(stem, "stem", entry.stem)
+        if entry.labels:
+            labelled = self.by_labels.get(entry.labels, ())
+            if len(labelled) >= MIN_HISTORY:
+                text = ",".join(f"{k}={v}" for k, v in entry.labels)
+                return Durations(labelled, "labels", text)
+        if len(self.pool) >= MIN_HISTORY:
+            return Durations(self.pool, "pool", "")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """One finished workload of the project, as history."""
+
+    name: str
+    labels: Labels
+    seconds: float
+
+
+def history_of(finished: Sequence[Finished], *, pool: Sequence[float] | None = None) -> History:
+    """Group durations by name stem and by label set (`Finished.name` is stemmed here);
+    `pool`: the durations of the pool's own finished workloads (default: all of them)."""
+    by_stem: dict[str, list[float]] = {}
+    by_labels: dict[Labels, list[float]] = {}
+    for item in finished:
+        by_stem.setdefault(name_stem(item.name), []).append(item.seconds)
+        if item.labels:
+            by_labels.setdefault(item.labels, []).append(item.seconds)
+    return History(
+        by_stem={k: tuple(v) for k, v in by_stem.items()},
+        by_labels={k: tuple(v) for k, v in by_labels.items()},
+        pool=tuple(item.seconds for item in finished) if pool is None else tuple(pool),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """Estimated admission times: p10, p50 and p90 of the replays."""
+
+    earliest: datetime
+    likely: datetime
+    latest: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """Where one waiting workload stands and when it will likely be admitted."""
+
+    position: int  # 1-based, in the pool's queue order
+    ahead: tuple[str, ...]  # the names of the waiting workloads before it, head first
+    band: Band | None
+    basis: str
+
+
+@dataclass(slots=True)
+class _Holder:
+    entry: Entry
+    ends: float
+
+
+def _draw(
+    rng: random.Random, durations: Durations | None, entry: Entry, elapsed: float
+) -> float | None:
+    """Seconds `entry` still holds its quota (None: no basis for it)."""
+    bound = float(entry.max_runtime_seconds)
+    if durations is None:
+        return None
+    longer = [s for s in durations.seconds if s > elapsed]
+    # One that already ran longer than every one before it ends somewhere up to its bound.
+    if longer:
+        total = max(rng.choice(longer) * math.exp(rng.gauss(0.0, KERNEL_SIGMA)), elapsed)
+    else:
+        total = elapsed + rng.random() * max(bound - elapsed, 0.0)
+    return max(min(total, bound) - elapsed, 0.0)
+
+
+def _victims(holders: list[_Holder], entry: Entry, free: Demand) -> list[_Holder] | None:
+    """The fewest lower-priority holders whose quota lets `entry` fit (None: none do)."""
+    candidates = sorted(
+        (h for h in holders if h.entry.priority < entry.priority),
+        key=lambda h: (h.entry.priority, -(h.entry.held_since or h.entry.queued_since).timestamp()),
+    )
+    chosen: list[_Holder] = []
+    room = free
+    for holder in candidates:
+        if entry.demand.fits(room):
+            break
+        chosen.append(holder)
+        room = room + holder.entry.demand
+    return chosen if chosen and entry.demand.fits(room) else None
+
+
+@dataclass(slots=True)
+class _Replay:
+    """One run of the pool's future (`start_replay`; `admit(0.0)` alone is Kueue's next
+    pass, what a dry run asks)."""
+
+    quota: Demand
+    history: History
+    rng: random.Random
+    now: datetime
+    holders: list[_Holder]
+    waiting: list[Entry]
+    starts: dict[uuid.UUID, float]
+    preempted: dict[uuid.UUID, list[str]]
+    unknown: bool = False
+    #: Whether admissions are drawn late (`ADMISSION_LAG_SECONDS`); not in a dry run's pass.
+    lag: bool = True
+
+    #: The quota the holders leave free (kept as they come and go).
+    room: Demand = NO_DEMAND
+
+    def free(self) -> Demand:
+        return self.room
+
+    #: Lower bounds of what any waiting entry asks (set by `start_replay`; entries only leave
+    #: or come back, so the bounds hold), and the highest waiting priority.
+    smallest: Demand = NO_DEMAND
+    highest: int = 0
+
+    def _nothing_fits(self, free: Demand, lowest: float) -> bool:
+        """True when no waiting entry can fit `free` nor preempt anyone (`lowest`: the lowest
+        holder priority): the rest of a pass would admit nothing."""
+        if (
+            free.accelerators >= self.smallest.accelerators
+            and free.cpu_millis >= self.smallest.cpu_millis
+            and free.memory_bytes >= self.smallest.memory_bytes
+        ):
+            return False
+        return self.highest <= lowest
+
+    def _release(self, holder: _Holder) -> None:
+        self.room = self.room + holder.entry.demand
+
+    def _hold(self, entry: Entry, at: float) -> None:
+        elapsed = 0.0
+        if entry.holding and at == 0.0 and entry.held_since is not None:
+            elapsed = max((self.now - entry.held_since).total_seconds(), 0.0)
+        seconds = _draw(self.rng, self.history.durations_for(entry), entry, elapsed)
+        if seconds is None:
+            self.unknown = True
+            seconds = HORIZON_SECONDS * 2  # no basis: it never ends within the replay
+        self.holders.append(_Holder(entry, at + seconds))
+        self.room = self.room - entry.demand
+
+    def _lagged(self, at: float) -> float:
+        return max(at + self.rng.uniform(*ADMISSION_LAG_SECONDS), 0.0) if self.lag else at
+
+    def admit(self, at: float) -> None:
+        """Kueue's pass over the waiting workloads at `at`."""
+        progressed = True
+        while progressed:
+            progressed = False
+            lowest: float = min((h.entry.priority for h in self.holders), default=math.inf)
+            for entry in list(self.waiting):
+                free = self.free()
+                if self._nothing_fits(free, lowest):
+                    break
+                if entry.demand.fits(free):
+                    self.waiting.remove(entry)
+                    start = self._lagged(at)
+                    self.starts.setdefault(entry.id, start)
+                    self._hold(entry, start)
+                    lowest = min(lowest, entry.priority)
+                    continue
+                if entry.priority <= lowest:
+                    continue  # nobody it could preempt
+                victims = _victims(self.holders, entry, free)
+                if victims is None:
+                    continue
+                for victim in victims:
+                    self.holders.remove(victim)
+                    self._release(victim)
+                    self.waiting.append(victim.entry)
+                self.waiting.sort(key=order_key)
+                self.waiting.remove(entry)
+                if at == 0.0:
+                    self.preempted[entry.id] = [v.entry.name for v in victims]
+                start = self._lagged(at)
+                self.starts.setdefault(entry.id, start)
+                self._hold(entry, start)
+                progressed = True
+                break
+
+    def run(self, until: set[uuid.UUID]) -> None:
+        at = 0.0
+        self.admit(at)
+        while self.holders and not until <= self.starts.keys():
+            ends = heapq.nsmallest(1, (h.ends for h in self.holders))[0]
+            if ends > HORIZON_SECONDS:
+                return
+            at = ends
+            for ended in [h for h in self.holders if h.ends <= at]:
+                self._release(ended)
+            self.holders = [h for h in self.holders if h.ends > at]
+            self.admit(at)
+
+
+def start_replay(
+    entries: Sequence[Entry], quota: Demand, history: History, now: datetime, seed: int
+) -> _Replay:
+    replay = _Replay(
+        quota=quota,
+        history=history,
+        rng=random.Random(seed),
+        now=now,
+        holders=[],
+        waiting=in_queue_order(list(entries)),
+        starts={},
+        preempted={},
+        room=quota,
+    )
+    everyone = list(entries)
+    if everyone:
+        replay.smallest = Demand(
+            min(e.demand.accelerators for e in everyone),
+            min(e.demand.cpu_millis for e in everyone),
+            min(e.demand.memory_bytes for e in everyone),
+        )
+        replay.highest = max(e.priority for e in everyone)
+    for entry in entries:
+        if entry.holding:
+            replay._hold(entry, 0.0)
+    return replay
+
+
+def _percentile(values: list[float], share: float) -> float:
+    """Nearest-rank percentile of sorted `values`."""
+    index = min(len(values) - 1, max(0, int(share * len(values) + 0.5) - 1))
+    return values[index]
+
+
+def forecast(
+    entries: Sequence[Entry],
+    quota: Demand,
+    history: History,
+    now: datetime,
+    *,
+    samples: int | None = None,
+    seed: int = 0,
+) -> dict[uuid.UUID, Forecast]:
+    """A forecast for every waiting entry of one pool (see the module docstring). `samples`:
+    replays to run (default `SAMPLES`, fewer for a long queue: `SAMPLE_BUDGET`)."""
+    waiting = in_queue_order(list(entries))
+    if not waiting:
+        return {}
+    if samples is None:
+        samples = max(MIN_SAMPLES, min(SAMPLES, SAMPLE_BUDGET // len(entries)))
+    targets = {entry.id for entry in waiting}
+    starts: dict[uuid.UUID, list[float]] = {entry.id: [] for entry in waiting}
+    for run in range(samples):
+        replay = start_replay(entries, quota, history, now, seed * 1_000_003 + run)
+        replay.run(targets)
+        for entry_id in targets:
+            starts[entry_id].append(replay.starts.get(entry_id, float("inf")))
+    holders = [entry for entry in entries if entry.holding]
+    known = {entry.id: history.durations_for(entry) for entry in entries}
+    result: dict[uuid.UUID, Forecast] = {}
+    for position, entry in enumerate(waiting, start=1):
+        ahead = waiting[: position - 1]
+        values = sorted(starts[entry.id])
+        band: Band | None = None
+        basis = basis_of(holders, ahead, known, now)
+        low, mid, high = (_percentile(values, share) for share in (0.1, 0.5, 0.9))
+        if high == float("inf") or basis is None:
+            basis = basis or NO_BASIS
+            if high == float("inf") and mid != float("inf") and basis != NO_BASIS:
+                basis = "not within a month in at least 1 of 10 replays; " + basis
+            band = None
+        else:
+            band = Band(
+                earliest=now + timedelta(seconds=low),
+                likely=now + timedelta(seconds=mid),
+                latest=now + timedelta(seconds=high),
+            )
+        result[entry.id] = Forecast(
+            position=position,
+            ahead=tuple(e.name for e in ahead),
+            band=band,
+            basis=basis,
+        )
+    return result
+
+
+NO_BASIS = (
+    "no estimate: fewer than 3 finished workloads of this project in this pool to learn "
+    "durations from"
+)
+
+
+def duration_text(seconds: float) -> str:
+    """`40 s`, `12 min`, `3.5 h`, `2 d`: a rough duration for sentences."""
+    if seconds < 90:
+        return f"{max(round(seconds), 0)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 36 * 3600:
+        hours = seconds / 3600
+        return f"{hours:.1f} h".replace(".0 h", " h")
+    return f"{round(seconds / 86400)} d"
+
+
+def span_text(low: float, high: float) -> str:
+    """`12-25 min`, `about 3 min`, `40 s-2 h`: a range of two durations."""
+    low_text, high_text = duration_text(low), duration_text(high)
+    if low_text == high_text:
+        return f"about {low_text}"
+    low_number, _, low_unit = low_text.partition(" ")
+    high_number, _, high_unit = high_text.partition(" ")
+    if low_unit == high_unit:
+        return f"{low_number}{DASH}{high_number} {high_unit}"
+    return f"{low_text}{DASH}{high_text}"
+
+
+def _range(seconds: Sequence[float]) -> str:
+    ordered = sorted(seconds)
+    return span_text(_percentile(ordered, 0.1), _percentile(ordered, 0.9))
+
+
+def _names(entries: Sequence[Entry], limit: int = 3) -> str:
+    names = [e.name for e in entries[:limit]]
+    more = len(entries) - len(names)
+    text = ", ".join(names)
+    return f"{text} and {more} more" if more > 0 else text
+
+
+def basis_of(
+    holders: Sequence[Entry],
+    ahead: Sequence[Entry],
+    known: Mapping[uuid.UUID, Durations | None],
+    now: datetime,
+) -> str | None:
+    """The one-line basis of a forecast: what it waits for and what the durations come from
+    (`known`: each entry's durations; None: some workload it depends on has no history to
+    draw from)."""
+    if not holders and not ahead:
+        return "nothing holds the pool's quota: Kueue admits it at its next pass"
+    groups: dict[str, Durations] = {}
+    for other in [*holders, *ahead]:
+        durations = known[other.id]
+        if durations is None:
+            return None
+        groups.setdefault(durations.kind + durations.key, durations)
+    parts = []
+    if holders:
+        oldest = min((h.held_since or now) for h in holders)
+        verb = "frees its" if len(holders) == 1 else "free their"
+        running = f"when {_names(list(holders))} {verb} quota"
+        elapsed = (now - oldest).total_seconds()
+        if elapsed >= 60:
+            running += f" (the oldest admitted {duration_text(elapsed)} ago)"
+        parts.append(running)
+    if ahead:
+        parts.append(f"after {len(ahead)} queued ahead")
+    sources = []
+    for durations in list(groups.values())[:2]:
+        took = _range(durations.seconds)
+        count = len(durations.seconds)
+        if durations.kind == "stem":
+            sources.append(f"workloads named {durations.key}-* took {took} ({count} finished)")
+        elif durations.kind == "labels":
+            sources.append(f"workloads labelled {durations.key} took {took} ({count} finished)")
+        else:
+            sources.append(f"this pool's finished workloads took {took} ({count})")
+    return "; ".join([" ".join(parts), *sources])

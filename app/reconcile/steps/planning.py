@@ -1,0 +1,159 @@
+"""The queue standing in a queued workload's status, and the scoring of the estimates
+(docs/PLANNING.md).
+
+While a workload is QUEUED its step looks again every `REFRESH_SECONDS` and puts its standing
+(position, the workloads ahead, the band) into the row's `observed` facts, where streams see
+it; it writes only when the standing tells something new (another position, or a band that
+moved by more than `MOVED_SHARE` of the wait, at least `MOVED_SECONDS`), and records each
+written estimate (`workload_forecasts`). The replay of one pool is shared by the steps of its
+queued workloads for `SHARED_SECONDS`. When Kueue admits the generation, its estimates are
+scored against the admission time (`aicp_forecast_error_seconds`,
+`aicp_forecast_starts_total`, `GET .../compute-pools/{pool}/forecast-accuracy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from app.domain.events import EventType
+from app.domain.planning.forecast import forecast
+from app.domain.planning.standing import QueueStanding, standing_of
+from app.domain.states import WorkloadState
+from app.observability.metrics import FORECAST_ERROR, FORECAST_STARTS
+from app.store import planning
+
+if TYPE_CHECKING:
+    import uuid
+
+    from app.domain.classify.evidence import Evidence
+    from app.domain.planning.forecast import Forecast
+    from app.store.db import Database
+    from app.store.planning import PoolPlan
+    from app.store.reconciling import WorkloadRow
+
+#: A queued workload's standing is looked at again this often.
+REFRESH_SECONDS = 30.0
+#: One pool's replay serves its queued workloads' steps for this long.
+SHARED_SECONDS = 5.0
+MOVED_SECONDS = 60.0
+MOVED_SHARE = 0.1
+
+QUEUE_KEY = "queue"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NewEstimate:
+    """An estimate to record once the status write carrying it landed."""
+
+    plan: PoolPlan
+    forecast: Forecast
+
+
+class Planner:
+    """The standing of queued workloads, one replay per pool at a time."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._shared: dict[tuple[uuid.UUID, str], tuple[float, PoolPlan, dict[Any, Forecast]]] = {}
+
+    async def _pool(self, row: WorkloadRow) -> tuple[PoolPlan, dict[Any, Forecast]] | None:
+        key = (row.project_id, row.pool)
+        now = time.monotonic()
+        shared = self._shared.get(key)
+        if shared is not None and now - shared[0] < SHARED_SECONDS and row.id in shared[2]:
+            return shared[1], shared[2]
+        async with self.db.connection() as conn:
+            plan = await planning.pool_plan_by_name(conn, row.project_id, row.pool)
+        if plan is None:
+            return None
+        # The row says what the step saw before this observation: Kueue may just have taken
+        # the workload back (preempted), so it waits now whatever the row says.
+        entries = [
+            dataclasses.replace(e, holding=False, held_since=None) if e.id == row.id else e
+            for e in plan.entries
+        ]
+        found = forecast(entries, plan.quota, plan.history, datetime.now(UTC))
+        for stale in [k for k, v in self._shared.items() if now - v[0] >= SHARED_SECONDS]:
+            del self._shared[stale]
+        self._shared[key] = (now, plan, found)
+        return plan, found
+
+    async def standing(
+        self, row: WorkloadRow, state: WorkloadState, facts: dict[str, Any]
+    ) -> tuple[dict[str, Any], NewEstimate | None]:
+        """`facts` as the status write should carry them: with the standing while QUEUED."""
+        if state != WorkloadState.QUEUED or row.observed_generation != row.generation:
+            return facts, None
+        return await self.queued_facts(row, facts)
+
+    async def written(
+        self,
+        row: WorkloadRow,
+        estimate: NewEstimate | None,
+        crossed: list[tuple[EventType, str]],
+        evidence: Evidence,
+    ) -> None:
+        """After a status write landed: record its estimate; score at the admission."""
+        if estimate is not None:
+            await self.record(row, estimate)
+        if any(kind == EventType.ADMITTED for kind, _ in crossed):
+            await self.score(row, evidence)
+
+    async def queued_facts(
+        self, row: WorkloadRow, facts: dict[str, Any]
+    ) -> tuple[dict[str, Any], NewEstimate | None]:
+        """`facts` with the workload's standing: the recorded one while the new one tells the
+        same, else the new one and the estimate to record."""
+        pooled = await self._pool(row)
+        found = pooled[1].get(row.id) if pooled else None
+        if pooled is None or found is None:
+            return facts, None
+        new = standing_of(found)
+        before = row.observed.get(QUEUE_KEY) if row.observed_generation == row.generation else None
+        if before is not None:
+            old = msgspec.convert(before, QueueStanding, strict=False)
+            if _same(old, new, datetime.now(UTC)):
+                return {**facts, QUEUE_KEY: before}, None
+        return {**facts, QUEUE_KEY: msgspec.to_builtins(new)}, NewEstimate(pooled[0], found)
+
+    async def record(self, row: WorkloadRow, estimate: NewEstimate) -> None:
+        async with self.db.connection() as conn:
+            await planning.record_forecast(
+                conn, estimate.plan, row.id, row.generation, estimate.forecast
+            )
+
+    async def score(self, row: WorkloadRow, evidence: Evidence) -> None:
+        """Kueue admitted the row's generation: score its estimates."""
+        admitted = evidence.admission.admitted_at if evidence.admission else None
+        if admitted is None:
+            return
+        async with self.db.connection() as conn:
+            scored = await planning.record_start(conn, row.id, row.generation, admitted)
+        for one in scored:
+            FORECAST_ERROR.observe(abs(one.error_seconds))
+            FORECAST_STARTS.labels("true" if one.inside else "false").inc()
+
+
+def _same(old: QueueStanding, new: QueueStanding, now: datetime) -> bool:
+    if old.position != new.position or old.ahead != new.ahead:
+        return False
+    if old.eta is None or new.eta is None:
+        return old.eta is None and new.eta is None and old.eta_basis == new.eta_basis
+    wait = max((new.eta.latest - now).total_seconds(), 0.0)
+    allowed = max(MOVED_SECONDS, MOVED_SHARE * wait)
+    return (
+        all(
+            abs((a - b).total_seconds()) <= allowed
+            for a, b in (
+                (old.eta.earliest, new.eta.earliest),
+                (old.eta.likely, new.eta.likely),
+                (old.eta.latest, new.eta.latest),
+            )
+        )
+        and old.eta.earliest >= now
+    )
