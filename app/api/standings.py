@@ -1,8 +1,8 @@
 """The queue standing of QUEUED workloads in what the API answers, and a dry run's
 admission forecast (docs/PLANNING.md).
 
-Computed when read: one plan per pool among the answered workloads (three indexed reads and a
-replay of its queue), so a page of a hundred queued workloads of one pool costs one plan.
+Computed when one workload is read: one plan for its pool (three indexed reads and a replay of
+its queue). Lists answer the standing the controller last recorded instead.
 """
 
 from __future__ import annotations

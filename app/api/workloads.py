@@ -194,8 +194,9 @@ async def list_workloads(
         view = await workloads.workload_filter(
             conn, project.id, state=state, compute_pool=compute_pool
         )
+        # A page carries the standing the controller last recorded (as streams do): replaying
+        # a pool's queue costs too much to pay on every list (docs/PLANNING.md).
         items, position = await workloads.page(conn, project, view, after=after, limit=limit)
-        items = await with_standings(conn, project, items)
     return Response(WorkloadList(items=items, next_cursor=page.next(position)))
 
 

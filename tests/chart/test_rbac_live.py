@@ -3,8 +3,9 @@
 A full replica (`running_service`: API, reconcile engine, informers, steps, as `python -m app
 serve` wires them) runs against kubesim with its controllers. The test drives the golden path
 through aicp's HTTP API only, so every request kubesim counts is aicp's own: binding →
-project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs → a
-two-node workload (its headless Service) → deletion of the workload, the pool and the project, each until it answers 404.
+project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs →
+a two-node workload (its headless Service) → deletion of the workloads, the pool and the
+project, each until it answers 404.
 
 `AICP_RECORD_KUBE_CALLS=1` also writes what was observed to `observed_kube_calls.json`.
 """
