@@ -54,7 +54,9 @@ async def test_a_workload_beyond_the_free_quota_waits_and_says_how_much_is_in_us
     # the second: the sentence follows the pool's numbers as they change.
     queued = await scenario.wait_reason("second", "with 8 in use")
     assert queued["status"]["state"] == "QUEUED"
+    # Its place in the queue leads (docs/PLANNING.md), Kueue's quota numbers follow.
     assert queued["status"]["reason"] == (
+        "Queued 1st in pool h100-pool; no estimate of when it starts yet. "
         "Waiting for quota in pool h100-pool: asked for 8 nvidia.com/gpu, "
         "the pool has 8 with 8 in use by 1 workload."
     )
