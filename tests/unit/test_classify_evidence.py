@@ -50,6 +50,7 @@ def test_the_evidence_encodes_to_the_api_status_field_names() -> None:
         "finished_at",
         "exit_code",
         "ranks",
+        "queue",
     }
     assert encoded["admission"]["admitted_at"] == "2026-08-01T10:00:01Z"
     assert encoded["accelerator"] == {

@@ -45,6 +45,7 @@ def project_calls(token_id: str) -> list[Call]:
         ("PATCH", f"{P}/compute-pools/{POOL}", {"quota": QUOTA}),
         ("DELETE", f"{P}/compute-pools/{POOL}", None),
         ("GET", f"{P}/compute-pools/{POOL}/events", None),
+        ("GET", f"{P}/compute-pools/{POOL}/forecast-accuracy", None),
         ("POST", f"{P}/workloads", example_workload("new-one")),
         ("GET", f"{P}/workloads", None),
         ("GET", f"{P}/workloads/train-7b", None),
