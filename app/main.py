@@ -40,6 +40,7 @@ from app.api.ratelimit import RateLimits
 from app.domain.errors import ServiceUnavailable
 from app.identity.keys import KeyCache
 from app.identity.verifier import OidcConfig, Verifier
+from app.kube.client import require_configuration
 from app.reconcile.engine import EngineConfig, Reconciler
 from app.store.db import Database
 from app.store.listener import Listener
@@ -411,6 +412,7 @@ async def run_service(
     ``settings.kubeconfig`` (dev mode's embedded simulator); `KubeConfigError` when none.
     Raises `ProcessFailed` after the shutdown when a long-lived part died or did not recover.
     """
+    require_configuration(settings.kubeconfig)  # refuse before the database is touched
     service = Service(settings, kube_settings=kube_settings_for(settings))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

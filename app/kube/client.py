@@ -86,25 +86,38 @@ class TokenBucket:
             await asyncio.sleep(-self._tokens / self.rate)
 
 
+def require_configuration(kubeconfig: str | None = None) -> str | None:
+    """Where the cluster's configuration is: None in a cluster, else the kubeconfig path
+    (`KUBECONFIG`'s, else `kubeconfig`).
+
+    Raises `KubeConfigError` when there is none, so a process can refuse to start before it
+    touches anything else.
+    """
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    path = _first_existing(os.environ.get("KUBECONFIG"), kubeconfig)
+    if path is None:
+        raise KubeConfigError(
+            "no Kubernetes configuration: not running in a cluster, KUBECONFIG is unset or names "
+            f"no existing file, and no kubeconfig was given (got {kubeconfig!r})"
+        )
+    return path
+
+
 async def load_configuration(kubeconfig: str | None = None) -> client.Configuration:
     """Find the cluster: in-cluster, else `KUBECONFIG`, else `kubeconfig`.
 
     Raises `KubeConfigError` when none of them is available.
     """
     configuration = client.Configuration()
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+    path = require_configuration(kubeconfig)
+    if path is None:
         config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         return configuration
-    path = _first_existing(os.environ.get("KUBECONFIG"), kubeconfig)
-    if path is not None:
-        await config.load_kube_config(
-            config_file=path, client_configuration=configuration, persist_config=False
-        )
-        return configuration
-    raise KubeConfigError(
-        "no Kubernetes configuration: not running in a cluster, KUBECONFIG is unset or names no "
-        f"existing file, and no kubeconfig was given (got {kubeconfig!r})"
+    await config.load_kube_config(
+        config_file=path, client_configuration=configuration, persist_config=False
     )
+    return configuration
 
 
 def _first_existing(*candidates: str | None) -> str | None:
