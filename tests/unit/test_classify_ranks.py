@@ -3,8 +3,13 @@ evidence, and Kueue's all-or-nothing start giving up."""
 
 from __future__ import annotations
 
-from app.domain.classify.evidence import context_for
+from datetime import UTC, datetime
+
+import msgspec
+
+from app.domain.classify.evidence import Evidence, context_for
 from app.domain.states import WorkloadState
+from app.domain.workload_resources import RankFacts
 from tests.support.kube_builders import make_job
 from tests.support.kube_objects import GPU, H100_PRODUCT, cond, set_condition
 
@@ -98,4 +103,35 @@ def test_once_the_evicted_pods_are_gone_the_requeue_does_not_guess_how_many_ran(
 
     assert builder.build().classify().reason == (
         "Requeued: not all 4 pods were running after 5m; the workload goes back to the queue."
+    )
+
+
+def test_after_the_eviction_the_recorded_ranks_and_start_still_say_how_many_ran() -> None:
+    # Kueue suspended the Job: its pods are gone and its start time is cleared; what aicp
+    # recorded before the eviction says how many ran and since when.
+    builder = make_job(nodes=4).admitted()
+    builder.pods = []
+    builder.job["status"].pop("startTime", None)
+    assert builder.workload is not None
+    set_condition(
+        builder.workload,
+        cond(
+            "Evicted",
+            "True",
+            "PodsReadyTimeout",
+            "Exceeded the PodsReady timeout",
+            "2026-08-01T10:05:00Z",
+        ),
+    )
+    scenario = builder.build()
+    earlier = Evidence(
+        started_at=datetime(2026, 8, 1, 10, 0, tzinfo=UTC),
+        ranks=[
+            RankFacts(rank=rank, phase="Pending" if rank == 3 else "Running") for rank in range(4)
+        ],
+    )
+    scenario.context = msgspec.structs.replace(scenario.context, earlier=earlier)
+
+    assert scenario.classify().reason == (
+        "Requeued: 3 of 4 pods were running after 5m; the workload goes back to the queue."
     )

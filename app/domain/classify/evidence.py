@@ -89,6 +89,9 @@ class ClassifyContext(msgspec.Struct, frozen=True, kw_only=True):
     max_runtime_seconds: int = 86400
     start_deadline_seconds: int | None = None
     pool: PoolSnapshot | None = None
+    #: The facts recorded for this generation at earlier observations, for what the objects
+    #: no longer show (Kueue's eviction removes the pods and the Job's start time).
+    earlier: Evidence | None = None
 
 
 def context_for(
@@ -97,6 +100,7 @@ def context_for(
     accelerator_resource: str,
     pool: PoolSnapshot | None = None,
     previous_attempts: int = 0,
+    earlier: Evidence | None = None,
 ) -> ClassifyContext:
     """The classification context of a workload spec (its pool's binding gives the resource)."""
     return ClassifyContext(
@@ -113,6 +117,7 @@ def context_for(
         start_deadline_seconds=spec.start_deadline_seconds,
         pool=pool,
         previous_attempts=previous_attempts,
+        earlier=earlier,
     )
 
 

@@ -230,6 +230,14 @@ def _gang_requeued(
     total = int(field(job, "spec", "parallelism") or context.replicas)
     evicted_at = transition_time(workload, KueueCondition.EVICTED)
     started = parse_time(field(job, "status", "startTime"))
+    earlier = context.earlier
+    if earlier is not None:
+        # Kueue suspends the Job: its pods go and its start time is cleared, so what the
+        # last observations before the eviction recorded stands in for them.
+        if not running:
+            running = sum(1 for rank in earlier.ranks if rank.phase == PodPhase.RUNNING)
+        if started is None:
+            started = earlier.started_at
     waited = None
     if evicted_at is not None and started is not None and evicted_at >= started:
         waited = int((evicted_at - started).total_seconds())

@@ -97,13 +97,13 @@ def observe(
             kueue_workload = found[0] if found else None
     queue = informers.cluster_queues.get(None, cluster_queue_name(row.project, row.pool))
     snapshot = pool_snapshot(queue, row.pool) if queue is not None else None
+    same = row.observed_generation == row.generation
     context = context_for(
         spec,
         accelerator_resource=row.accelerator_resource,
         pool=snapshot,
-        previous_attempts=previous_attempts(row)
-        if row.observed_generation == row.generation
-        else 0,
+        previous_attempts=previous_attempts(row) if same else 0,
+        earlier=recorded(row) if same else None,
     )
     nodes = informers.nodes.list()
     return classify(job, kueue_workload, pods, nodes, context=context, now=datetime.now(UTC))
