@@ -135,3 +135,18 @@ def test_merging_after_a_recreated_job_keeps_old_nodes_and_takes_new_facts() -> 
 
     assert merged.nodes == ["gpu-node-1", "gpu-node-2"]
     assert merged.exit_code == 0 and merged.finished_at == FINISHED
+
+
+def test_merging_after_a_group_restart_drops_how_the_earlier_job_ended() -> None:
+    ended = make_job().admitted().failed(node="gpu-node-1").build().classify().evidence
+    assert ended.exit_code is not None and ended.finished_at is not None and ended.job
+    first = msgspec.structs.replace(ended, job=JobRef(name=ended.job.name, uid="first"))
+    starting = make_job().admitted().build().classify().evidence
+    assert starting.job is not None
+    second = msgspec.structs.replace(starting, job=JobRef(name=starting.job.name, uid="second"))
+
+    merged = merge_evidence(first, second)
+
+    assert merged.job == second.job
+    assert merged.exit_code is None and merged.finished_at is None and merged.ranks == []
+    assert merged.nodes == ["gpu-node-1"]  # where the workload ran, over every attempt

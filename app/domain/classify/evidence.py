@@ -279,8 +279,15 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
     """`current`, with every fact it lacks taken from `recorded`.
 
     Use it when the objects may have lost facts (a Job deleted by hand, an admission cleared
-    by preemption). Nodes accumulate; attempts never go down.
+    by preemption). Nodes accumulate; attempts never go down. When `current` is another Job
+    than the recorded one (aicp restarted a multi-node workload's ranks, or replaced a Job
+    deleted by hand), how the earlier Job ran and ended is no fact of the new attempt: its
+    start, end, exit code and ranks are the new Job's alone.
     """
+    if _another_job(recorded, current):
+        recorded = msgspec.structs.replace(
+            recorded, started_at=None, finished_at=None, exit_code=None, ranks=[]
+        )
     return Evidence(
         job=current.job or recorded.job,
         admission=current.admission or recorded.admission,
@@ -292,3 +299,10 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
         exit_code=current.exit_code if current.exit_code is not None else recorded.exit_code,
         ranks=_merge_ranks(recorded.ranks, current.ranks),
     )
+
+
+def _another_job(recorded: Evidence, current: Evidence) -> bool:
+    before, now = recorded.job, current.job
+    if before is None or now is None or not before.uid or not now.uid:
+        return False
+    return before.uid != now.uid
