@@ -19,7 +19,7 @@ from playwright.async_api import expect
 
 from app.main import Service
 from tests.support.api_client import ADMIN_TOKEN
-from tests.support.browser import new_page
+from tests.support.browser import axe_violations, new_page
 from tests.support.keycloak_pages import sign_in as keycloak_sign_in
 
 CALLBACK = "/sign-in/sso/callback"
@@ -59,6 +59,7 @@ async def test_a_person_signs_in_to_the_dashboard_through_keycloak(
     url = sso_service.url
     page = await new_page(browser)
     await page.goto(f"{url}/")
+    assert await axe_violations(page) == []
     await page.get_by_role("link", name="Sign in with single sign-on").click()
 
     # Keycloak's own login page.
