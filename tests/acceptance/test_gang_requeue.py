@@ -7,7 +7,8 @@ The timeout is the cluster's own: kubesim's (300 s by default, or
 `KUBESIM_WAIT_FOR_PODS_READY_SECONDS`) is passed by moving kubesim's clock forward; the real
 cluster's Kueue runs on the wall clock, so there the test runs only when the session's cluster
 was started with a short timeout (`KUBESIM_WAIT_FOR_PODS_READY_SECONDS=20`, which both clusters
-read) and is skipped, saying so, with Kueue's 5 minutes."""
+read; `make test-real` runs this file so, on a cluster of its own) and is skipped, saying so,
+with Kueue's 5 minutes."""
 
 from __future__ import annotations
 
