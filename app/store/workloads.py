@@ -124,7 +124,10 @@ async def _check_fits_node(
                 name,
                 f"{shortfall.requested[name]} per pod exceeds the largest node of class "
                 f"{shortfall.accelerator_class} ({shortfall.largest_nodes[name]}: "
-                f"{shortfall.node_capacity[name]})",
+                f"{shortfall.node_capacity[name]})"
+                if name in shortfall.exceeded
+                else f"{shortfall.requested[name]} per pod fits some node of class "
+                f"{shortfall.accelerator_class}, but none together with the rest of the pod",
             )
             for name in shortfall.exceeded or list(shortfall.requested)
         ],
