@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
     from app.api.health import ReadinessCheck
     from app.config import Settings
+    from app.domain.node_fit import NodeSource
     from app.kube.client import KubeClient, KubeSettings
 
 log = logging.getLogger("aicp")
@@ -128,6 +129,12 @@ class Service:
         """The Kubernetes client (None without ``kube_settings`` or before start)."""
         return self.kubernetes.kube if self.kubernetes is not None else None
 
+    def _cluster_nodes(self) -> NodeSource | None:
+        """The Node informer's view of the nodes, for the submit's fit check (None: no cluster)."""
+        if self.kubernetes is None or self.kubernetes.informers is None:
+            return None
+        return self.kubernetes.informers.node_capacities
+
     @property
     def url(self) -> str:
         host = self.settings.http_host
@@ -165,6 +172,7 @@ class Service:
                 install_namespace=settings.install_namespace,
                 workload_start_deadline_seconds=settings.workload_start_deadline_seconds,
                 sign_on=await self._sign_on(),
+                nodes=self._cluster_nodes(),
             )
             self.app = create_app(deps)
             await self._start_http()

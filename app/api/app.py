@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
     from app.api.people import SignOn
     from app.api.ratelimit import RateLimits
+    from app.domain.node_fit import NodeSource
     from app.kube.client import KubeClient
     from app.reconcile.engine import Reconciler
     from app.store.db import Database
@@ -93,6 +94,9 @@ class ApiDependencies:
     # Single sign-on: the OpenID Connect issuer's verifier and role bootstrap; None: API
     # tokens only (a bearer JWT is 401).
     sign_on: SignOn | None = None
+    # The cluster's nodes as the Node informer sees them (None: no cluster): a workload pod no
+    # node of its accelerator class can hold is 422 exceeds-node-capacity at submit.
+    nodes: NodeSource | None = None
 
 
 def _resource_routes() -> list[Any]:
@@ -184,6 +188,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
     )
     app.state["install_namespace"] = deps.install_namespace
     app.state[workloads.START_DEADLINE_KEY] = deps.workload_start_deadline_seconds
+    app.state[workloads.NODES_KEY] = deps.nodes
     describe_components(app)
     return app
 

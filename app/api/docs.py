@@ -45,7 +45,8 @@ _DESCRIPTIONS = {
     413: "payload-too-large: body over 256 KiB",
     415: "unsupported-media-type: body not sent as application/json",
     422: "validation-error (`errors: [{field, message}]`), exceeds-pool-capacity, "
-    "exceeds-project-limit (`exceeded`) or idempotency-key-reused",
+    "exceeds-node-capacity (`node_capacity`), exceeds-project-limit (`exceeded`) or "
+    "idempotency-key-reused",
     429: "too-many-requests: this token's, this project's or this client's rate limit is "
     "spent, or too-many-streams: a limit of open streams or log follows is reached (`limit` "
     "names it); retry after Retry-After seconds",

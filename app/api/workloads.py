@@ -20,6 +20,7 @@ from app.api.standings import planned_admission, with_standings
 from app.api.watches import open_stream
 from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
+from app.domain.node_fit import NodeSource
 from app.domain.specs import NAME_PATTERN, WorkloadSpec
 from app.domain.states import Role, WorkloadState
 from app.domain.validation import check_workload
@@ -64,6 +65,16 @@ def with_start_deadline(request: Request[Any, Any, Any], spec: WorkloadSpec) -> 
     return msgspec.structs.replace(spec, start_deadline_seconds=default)
 
 
+#: `app.state` key of the cluster's nodes (the Node informer's view; None without a cluster):
+#: a pod no node of its class can hold is refused at submit (`exceeds-node-capacity`).
+NODES_KEY = "cluster_nodes"
+
+
+def cluster_nodes(request: Request[Any, Any, Any]) -> NodeSource | None:
+    nodes: NodeSource | None = request.app.state.get(NODES_KEY)
+    return nodes
+
+
 def workload_location(project: str, name: str) -> str:
     return f"/api/v1/projects/{project}/workloads/{name}"
 
@@ -88,7 +99,9 @@ def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResourc
     description="Editor. Answers 202 with the workload (defaults filled, state PENDING) and "
     "its `Location`; the reconciler creates its Job. `compute_pool` must exist and not be "
     "being deleted (else 422 naming it); `replicas` x the per-replica request must fit the "
-    "pool's quota (else 422 exceeds-pool-capacity). Honours `Idempotency-Key`. "
+    "pool's quota (else 422 exceeds-pool-capacity); one pod must fit on some node of the "
+    "pool's accelerator class once nodes of it exist (else 422 exceeds-node-capacity naming "
+    "the largest node). Honours `Idempotency-Key`. "
     "`dry_run=true`: 200 with what it would store and the `admission` forecast (admitted "
     "now, preempting, or queued with its position and estimated start), nothing written.",
     responses={
@@ -110,9 +123,12 @@ async def create_workload(
     data = with_start_deadline(request, data)
     project = caller.require_project()
     lease = CreateLease(request, dry_run=dry_run)
+    nodes = cluster_nodes(request)
 
     async def create(conn: Connection) -> Created:
-        workload = await workloads.create(conn, project, data, actor=caller.actor, doorbell=False)
+        workload = await workloads.create(
+            conn, project, data, actor=caller.actor, doorbell=False, nodes=nodes
+        )
         await lease.take(conn, "workload", workload.uid, project.id)
         location = workload_location(project.name, workload.name)
         return Created(workload, location, "workload", workload.uid)
@@ -276,7 +292,7 @@ async def replace_workload(
     async with transaction(db, dry_run=dry_run) as conn:
         before = await stored(workloads.get(conn, project, name)) if dry_run else None
         replaced = await workloads.replace(
-            conn, project, data, if_match=if_match, actor=caller.actor
+            conn, project, data, if_match=if_match, actor=caller.actor, nodes=cluster_nodes(request)
         )
         admission = await planned_admission(conn, project, data, replaced.uid) if dry_run else None
     if dry_run:

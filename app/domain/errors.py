@@ -10,6 +10,7 @@ its problem ``slug`` and HTTP ``status``; its docstring is the default ``detail`
     AicpError                                   500 internal-error
     ├── ValidationFailed                        422 validation-error   errors=[{field, message}]
     │   ├── ExceedsPoolCapacity                 422 exceeds-pool-capacity
+    │   ├── ExceedsNodeCapacity                 422 exceeds-node-capacity  node_capacity
     │   ├── ExceedsProjectLimit                 422 exceeds-project-limit  project, exceeded
     │   ├── IdempotencyKeyReused                422 idempotency-key-reused
     │   └── UnstorableText                      422 validation-error   (NUL in a value)
@@ -134,6 +135,41 @@ class ExceedsPoolCapacity(ValidationFailed):
             "accelerator_class": self.accelerator_class,
             "requested": self.requested,
             "pool_capacity": self.pool_capacity,
+        }
+
+
+class ExceedsNodeCapacity(ValidationFailed):
+    """One pod of the workload is larger than any node of its accelerator class."""
+
+    slug = "exceeds-node-capacity"
+    title = "Workload pod exceeds every node of its accelerator class"
+
+    def __init__(
+        self,
+        *,
+        compute_pool: str,
+        accelerator_class: str,
+        requested: dict[str, str],
+        node_capacity: dict[str, str],
+        largest_nodes: dict[str, str],
+        errors: list[FieldError],
+        detail: str | None = None,
+    ) -> None:
+        self.compute_pool = compute_pool
+        self.accelerator_class = accelerator_class
+        self.requested = requested
+        self.node_capacity = node_capacity
+        self.largest_nodes = largest_nodes
+        super().__init__(errors, detail or type(self).__doc__)
+
+    def extensions(self) -> dict[str, Any]:
+        return {
+            **super().extensions(),
+            "compute_pool": self.compute_pool,
+            "accelerator_class": self.accelerator_class,
+            "requested": self.requested,
+            "node_capacity": self.node_capacity,
+            "largest_nodes": self.largest_nodes,
         }
 
 

@@ -8,7 +8,8 @@ Namespaces.
 |              | (Kueue creates them; they carry none of aicp's labels)               |
 | Pod          | all namespaces, `app.kubernetes.io/managed-by=aicp` (the Job's       |
 |              | template labels are on its pods)                                     |
-| Node         | all (evidence: node labels name the accelerator)                    |
+| Node         | all (evidence: node labels name the accelerator; submit: a pod no   |
+|              | node of its class can hold is refused, `node_capacities()`)          |
 | ClusterQueue | `app.kubernetes.io/managed-by=aicp` (usage for the pools' status)    |
 | Namespace    | `app.kubernetes.io/managed-by=aicp` (a project's namespace deleted   |
 |              | by hand is re-created: drift)                                        |
@@ -35,6 +36,7 @@ from app.domain.labels import (
     NAME_PREFIX,
     QUEUE_NAME_LABEL,
 )
+from app.domain.node_fit import NodeCapacity, node_capacity_of
 from app.kube.resources import (
     CLUSTER_QUEUES,
     JOBS,
@@ -113,6 +115,8 @@ class Informers:
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
         self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)
+        # Each node's labels and allocatable resources, by name, parsed once per version.
+        self._capacities: dict[str, tuple[str, NodeCapacity]] = {}
 
     @property
     def all(self) -> tuple[Informer, ...]:
@@ -125,6 +129,22 @@ class Informers:
             self.namespaces,
             self.services,
         )
+
+    def node_capacities(self) -> list[NodeCapacity] | None:
+        """Every node's name, labels and allocatable resources, as the Node cache has them;
+        None until its first list completed (nothing is known about the nodes yet)."""
+        if not self.nodes.synced.is_set():
+            return None
+        kept: dict[str, tuple[str, NodeCapacity]] = {}
+        for node in self.nodes.list():
+            metadata = node.get("metadata") or {}
+            name, version = str(metadata.get("name", "")), str(metadata.get("resourceVersion", ""))
+            seen = self._capacities.get(name)
+            if seen is None or seen[0] != version:
+                seen = (version, node_capacity_of(node))
+            kept[name] = seen
+        self._capacities = kept
+        return [capacity for _, capacity in kept.values()]
 
     def on_change(self, handler: Handler) -> None:
         """Call `handler` for every change of every kind (register before `start()`)."""

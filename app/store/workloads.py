@@ -19,6 +19,7 @@ import msgspec
 
 from app.domain.errors import (
     BeingDeleted,
+    ExceedsNodeCapacity,
     ExceedsPoolCapacity,
     FieldError,
     NotFound,
@@ -26,6 +27,7 @@ from app.domain.errors import (
     name_taken,
 )
 from app.domain.events import EventReason, EventType
+from app.domain.node_fit import check_fits_node
 from app.domain.specs import Quota
 from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     import asyncpg
 
     from app.domain.kinds import Kind
+    from app.domain.node_fit import NodeSource
     from app.domain.specs import WorkloadSpec
     from app.store.db import Connection
     from app.store.pools import ProjectScope
@@ -60,8 +63,11 @@ def _pods_times(spec: WorkloadSpec) -> str:
     return "replicas x per-replica"
 
 
-async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: WorkloadSpec) -> uuid.UUID:
-    """Key-share-lock the spec's pool and check the workload can ever fit it; its id."""
+async def _pool_that_fits(
+    conn: Connection, project: ProjectScope, spec: WorkloadSpec, nodes: NodeSource | None
+) -> uuid.UUID:
+    """Key-share-lock the spec's pool and check the workload can ever fit it, and one of its
+    pods some node of the pool's class (when `nodes` knows the cluster's nodes); its id."""
     pool = await pools.lock_for_workload(conn, project, spec.compute_pool)
     shortfall = check_fits_pool(
         spec, msgspec.convert(pool.quota, Quota), accelerator_class=pool.accelerator_class
@@ -82,7 +88,51 @@ async def _pool_that_fits(conn: Connection, project: ProjectScope, spec: Workloa
             ],
             detail=shortfall.detail,
         )
+    if nodes is not None:
+        await _check_fits_node(conn, spec, pool.accelerator_class, nodes)
     return pool.id
+
+
+async def _check_fits_node(
+    conn: Connection, spec: WorkloadSpec, accelerator_class: str, nodes: NodeSource
+) -> None:
+    """`ExceedsNodeCapacity` when nodes of the class exist and none can hold one pod
+    (docs/API.md: no node of the class, or nodes not listed yet, is no refusal)."""
+    known = nodes()
+    if known is None:
+        return
+    binding = await conn.fetchrow(QUERIES["binding_by_class"], accelerator_class)
+    if binding is None:
+        return
+    shortfall = check_fits_node(
+        spec,
+        accelerator_class=accelerator_class,
+        resource_name=binding["resource_name"],
+        node_labels=binding["node_labels"],
+        nodes=known,
+    )
+    if shortfall is None:
+        return
+    raise ExceedsNodeCapacity(
+        compute_pool=shortfall.compute_pool,
+        accelerator_class=shortfall.accelerator_class,
+        requested=shortfall.requested,
+        node_capacity=shortfall.node_capacity,
+        largest_nodes=shortfall.largest_nodes,
+        errors=[
+            FieldError(
+                name,
+                f"{shortfall.requested[name]} per pod exceeds the largest node of class "
+                f"{shortfall.accelerator_class} ({shortfall.largest_nodes[name]}: "
+                f"{shortfall.node_capacity[name]})"
+                if name in shortfall.exceeded
+                else f"{shortfall.requested[name]} per pod fits some node of class "
+                f"{shortfall.accelerator_class}, but none together with the rest of the pod",
+            )
+            for name in shortfall.exceeded or list(shortfall.requested)
+        ],
+        detail=shortfall.detail,
+    )
 
 
 async def create(
@@ -92,17 +142,19 @@ async def create(
     *,
     actor: str,
     doorbell: bool = True,
+    nodes: NodeSource | None = None,
 ) -> WorkloadResource:
     """Insert a PENDING workload at generation 1 with its Accepted event and, unless
     `doorbell` is False (the caller leases the new workload in this transaction instead,
     docs/DESIGN.md §5), its doorbell.
 
     Raises `ValidationFailed` on `compute_pool` (no such pool, or it is being deleted),
-    `ExceedsPoolCapacity`, `AlreadyExists`, or `BeingDeleted` (the name's previous workload
+    `ExceedsPoolCapacity`, `ExceedsNodeCapacity` (with `nodes`: the cluster's nodes, for a pod
+    no node of the class can hold), `AlreadyExists`, or `BeingDeleted` (the name's previous workload
     is still being cleaned up). Of concurrent creates of one name the unique constraint lets
     exactly one through; the others find the winner's row.
     """
-    pool_id = await _pool_that_fits(conn, project, spec)
+    pool_id = await _pool_that_fits(conn, project, spec, nodes)
     workload_id = uuid.uuid4()
     row = await conn.fetchrow(
         QUERIES["insert_workload"],
@@ -250,13 +302,15 @@ async def replace(
     *,
     if_match: int | None,
     actor: str,
+    nodes: NodeSource | None = None,
 ) -> WorkloadResource:
     """Make `spec` the workload's next generation, PENDING until the reconciler replaces the
-    Job (SpecUpdated event, doorbell). `BeingDeleted` once deletion was requested."""
+    Job (SpecUpdated event, doorbell). `BeingDeleted` once deletion was requested; the fit
+    checks of `create` (`nodes` as there)."""
     current = await _lock(conn, project, spec.name, if_match)
     if current["deletion_requested_at"] is not None:
         raise BeingDeleted(f"Workload {spec.name!r} is being deleted and cannot be changed.")
-    pool_id = await _pool_that_fits(conn, project, spec)
+    pool_id = await _pool_that_fits(conn, project, spec, nodes)
     generation = current["generation"] + 1
     row = await conn.fetchrow(
         QUERIES["replace_workload"],

@@ -30,16 +30,21 @@ async def test_an_out_of_memory_kill_says_how_to_give_the_container_more(
     assert "its memory limit is 2Gi; raise `memory`" in status["reason"]
 
 
-async def test_a_pod_no_node_can_hold_is_admitted_but_says_which_resource_is_missing(
+async def test_a_pod_no_node_has_room_for_is_admitted_but_says_which_resource_is_missing(
     scenario: Scenario,
 ) -> None:
+    # A pod larger than every node is refused at submit (tests/acceptance/test_node_fit.py);
+    # one that fits a node but finds none with room is admitted and says why it waits: two
+    # pods of 5 GPUs cannot share an 8-GPU node, so each node keeps 3 free.
     await scenario.setup_pool(accelerators=16)
-    await scenario.submit("too-wide", accelerators=16, env={"KUBESIM_RUN_SECONDS": "600"})
+    await scenario.start_running("spread", replicas=2, accelerators=5)
+    await scenario.wait_reason("spread", "2 of 2 pods running")
+    await scenario.submit("too-wide", accelerators=4, env={"KUBESIM_RUN_SECONDS": "600"})
     waiting = await scenario.wait_reason("too-wide", "no node has")
     status = waiting["status"]
     assert status["state"] == "ADMITTED"
     assert status["reason"].startswith(
-        "Admitted, but no node has 16 nvidia.com/gpu free for a pod (the scheduler says: 0/2 nodes"
+        "Admitted, but no node has 4 nvidia.com/gpu free for a pod (the scheduler says: 0/2 nodes"
     )
     assert "Insufficient nvidia.com/gpu" in status["reason"]
 

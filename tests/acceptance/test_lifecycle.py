@@ -172,7 +172,7 @@ async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario
 @pytest.mark.parametrize(
     ("state", "env", "accelerators"),
     [
-        pytest.param("QUEUED", {"KUBESIM_RUN_SECONDS": "600"}, 16, id="queued"),
+        pytest.param("QUEUED", {"KUBESIM_RUN_SECONDS": "600"}, 8, id="queued"),
         pytest.param("RUNNING", {"KUBESIM_RUN_SECONDS": "600"}, 8, id="running"),
         pytest.param("SUCCEEDED", {"KUBESIM_RUN_SECONDS": "0.5"}, 8, id="succeeded"),
         pytest.param(
@@ -185,7 +185,9 @@ async def test_a_workload_deleted_in_any_state_is_gone_with_its_job(
 ) -> None:
     await scenario.setup_pool(accelerators=16)
     if state == "QUEUED":  # the pool's quota is taken by a workload ahead of it
-        await scenario.submit("ahead", accelerators=16, env={"KUBESIM_RUN_SECONDS": "600"})
+        await scenario.submit(
+            "ahead", accelerators=8, replicas=2, env={"KUBESIM_RUN_SECONDS": "600"}
+        )
         await scenario.wait_state("ahead", "ADMITTED", "RUNNING")
     await scenario.submit("doomed", accelerators=accelerators, env=env)
     reached = await scenario.wait_state("doomed", state)

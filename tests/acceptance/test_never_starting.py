@@ -56,14 +56,18 @@ async def test_an_image_that_cannot_be_pulled_fails_at_the_start_deadline_and_fr
 async def test_pods_no_node_can_hold_fail_at_the_start_deadline_with_the_schedulers_words(
     scenario: Scenario,
 ) -> None:
+    # Two pods of 5 GPUs cannot share an 8-GPU node: each node keeps 3 free, and a pod of 4
+    # (which a node could hold, so the submit accepts it) finds no room.
     await scenario.setup_pool(accelerators=16)
-    await scenario.submit("too-wide", accelerators=16, start_deadline_seconds=5)
+    await scenario.start_running("spread", replicas=2, accelerators=5)
+    await scenario.wait_reason("spread", "2 of 2 pods running")
+    await scenario.submit("too-wide", accelerators=4, start_deadline_seconds=5)
 
     failed = await scenario.wait_state("too-wide", "FAILED", timeout=60)
 
     reason = failed["status"]["reason"]
     assert reason.startswith(
-        "Did not start within its start deadline of 5s after admission: no node has 16 "
+        "Did not start within its start deadline of 5s after admission: no node has 4 "
         "nvidia.com/gpu free for a pod (the scheduler says: 0/2 nodes are available: "
     ), reason
     assert "Insufficient nvidia.com/gpu" in reason

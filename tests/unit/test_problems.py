@@ -84,6 +84,25 @@ def test_an_unexpected_error_is_a_500_with_the_request_id_and_nothing_else(
                 "pool_capacity": {"accelerators": "8"},
             },
         ),
+        (
+            errors.ExceedsNodeCapacity(
+                compute_pool="p",
+                accelerator_class="h100",
+                requested={"accelerators": "16"},
+                node_capacity={"accelerators": "8"},
+                largest_nodes={"accelerators": "gpu-node-1"},
+                errors=[],
+            ),
+            422,
+            "exceeds-node-capacity",
+            {
+                "compute_pool": "p",
+                "accelerator_class": "h100",
+                "requested": {"accelerators": "16"},
+                "node_capacity": {"accelerators": "8"},
+                "largest_nodes": {"accelerators": "gpu-node-1"},
+            },
+        ),
     ],
 )
 def test_each_domain_error_has_its_slug_status_and_members(

@@ -99,3 +99,44 @@ async def test_kueue_workloads_outside_project_namespaces_are_not_cached(
         assert namespaces == {"aicp-mine"}
     finally:
         await informers.stop()
+
+
+async def test_the_node_view_is_unknown_until_synced_then_follows_the_nodes(
+    kube_with_controllers: KubeClient,
+) -> None:
+    kube = kube_with_controllers
+    informers = Informers(kube, backoff_cap=0.5)
+    assert informers.node_capacities() is None  # nothing listed yet: the submit refuses nothing
+    informers.start()
+    try:
+        await asyncio.wait_for(informers.wait_synced(), 10)
+        nodes = {n.name: n for n in informers.node_capacities() or []}
+        assert nodes["gpu-node-0"].allocatable["nvidia.com/gpu"] == 8
+        assert nodes["gpu-node-0"].labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+
+        resources = {"cpu": "4", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "2"}
+        await apply(
+            kube,
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "small-node", "labels": {"example.com/pool": "small"}},
+            },
+        )
+        # As a kubelet and device plugin do: the node's resources arrive as a status patch.
+        await kube.core.patch_node_status(
+            "small-node",
+            {"status": {"capacity": resources, "allocatable": resources}},
+            _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )
+
+        def small() -> Any:
+            found = [n for n in informers.node_capacities() or [] if n.name == "small-node"]
+            return found[0] if found and "cpu" in found[0].allocatable else None
+
+        seen = await wait_until(small, timeout=10, message="the new node's resources in the view")
+        assert seen.allocatable["cpu"] == 4 and seen.allocatable["nvidia.com/gpu"] == 2
+        assert seen.labels == {"example.com/pool": "small"}
+    finally:
+        await informers.stop()
