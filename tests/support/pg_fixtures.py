@@ -50,7 +50,8 @@ def with_database(url: str, database: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path="/" + database))
 
 
-async def _answers(url: str) -> bool:
+async def answers(url: str) -> bool:
+    """Whether a PostgreSQL server accepts a connection to `url` now (within 2 s)."""
     try:
         conn = await asyncpg.connect(url, timeout=2)
     except (OSError, asyncpg.PostgresError, TimeoutError):
@@ -62,7 +63,7 @@ async def _answers(url: str) -> bool:
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
     url = os.environ.get("AICP_TEST_DATABASE_URL", DEFAULT_URL)
-    if asyncio.run(_answers(url)):
+    if asyncio.run(answers(url)):
         yield url
         return
     import pgserver
