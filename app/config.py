@@ -24,8 +24,9 @@ docs/OPERATIONS.md "Single sign-on"): `AICP_OIDC_ISSUER` (unset: API tokens only
 `AICP_OIDC_GROUPS_CLAIM` (`groups`), `AICP_OIDC_ALGORITHMS` (`RS256,PS256,ES256`; asymmetric
 only), `AICP_OIDC_LEEWAY_SECONDS` (30, at most 300), `AICP_OIDC_KEYS_REFRESH_SECONDS` (30: an
 unknown key id refetches the issuer's keys at most this often), `AICP_OIDC_ADMIN_GROUPS`
-(comma-separated groups whose members are platform admins, beside the role bindings) and
-`AICP_OIDC_CLI_CLIENT_ID` (`aicp-cli`: the client `aicp login --oidc` uses).
+(comma-separated groups whose members are platform admins, beside the role bindings),
+`AICP_OIDC_CLI_CLIENT_ID` (`aicp-cli`: the client `aicp login --oidc` uses) and
+`AICP_OIDC_DASHBOARD_CLIENT_ID` (`aicp-dashboard`: the dashboard's single sign-on).
 `AICP_RATE_*` are the request rate limits (`app.api.ratelimit`), `AICP_LOG_FOLLOWS_*` the
 limits on open log follows (`app.streams.follows`), each replica's own (docs/RELIABILITY.md
 "Tenants and clients").
@@ -233,6 +234,7 @@ class Settings:
     oidc_keys_refresh_seconds: float = 30.0
     oidc_admin_groups: tuple[str, ...] = ()
     oidc_cli_client_id: str = "aicp-cli"
+    oidc_dashboard_client_id: str = "aicp-dashboard"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, dev_mode: bool = False) -> Settings:
@@ -418,6 +420,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     ("oidc_keys_refresh_seconds", "AICP_OIDC_KEYS_REFRESH_SECONDS", _positive_seconds, _SECONDS),
     ("oidc_admin_groups", "AICP_OIDC_ADMIN_GROUPS", _names, "comma-separated group names"),
     ("oidc_cli_client_id", "AICP_OIDC_CLI_CLIENT_ID", str, "an OAuth client id"),
+    ("oidc_dashboard_client_id", "AICP_OIDC_DASHBOARD_CLIENT_ID", str, "an OAuth client id"),
 )
 
 

@@ -200,6 +200,7 @@ class Service:
             Verifier(config, keys),
             admin_groups=settings.oidc_admin_groups,
             cli_client_id=settings.oidc_cli_client_id,
+            dashboard_client_id=settings.oidc_dashboard_client_id,
         )
 
     def _supervise(self) -> None:

@@ -1278,13 +1278,16 @@ SELECT name FROM projects WHERE id = $1;
 -- ===== section: dashboard sessions (app/store/sessions.py) =====
 
 -- name: session_insert
--- $2 the project token's id or $3 the admin token's digest (exactly one is set).
-INSERT INTO dashboard_sessions (id_sha256, token_id, admin_sha256, csrf, expires_at)
-VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8));
+-- $2 the project token's id, $3 the admin token's digest, or $6-$8 the person signed in
+-- through OpenID Connect (exactly one is set).
+INSERT INTO dashboard_sessions (id_sha256, token_id, admin_sha256, csrf, expires_at,
+                                person_subject, person_username, person_groups)
+VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5::float8), $6, $7, $8);
 
 -- name: session_lookup
 -- A live session and, for a project token's, the token as authenticate_token reads it.
 SELECT s.token_id, s.admin_sha256, s.csrf, s.expires_at AS session_expires_at,
+       s.person_subject, s.person_username, s.person_groups,
        t.project_id, p.name AS project_name, t.role, t.expires_at,
        t.revoked_at IS NOT NULL AS revoked,
        t.expires_at IS NOT NULL AND t.expires_at <= now() AS expired

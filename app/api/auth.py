@@ -3,7 +3,8 @@
 One Litestar guard (``authorize``) runs before every ``/api/`` handler, in this order:
 
 1. **Authenticate** — ``Authorization: Bearer <token>``, or else the dashboard's session cookie
-   (app/api/sessions.py: the session stands for a token, checked as below on every request; a
+   (app/api/sessions.py: the session stands for a token, checked as below on every request, or
+   for a person signed in through single sign-on, whose role bindings are read as below; a
    write needs the session's ``X-CSRF-Token`` too, 403 ``csrf-rejected``). The platform admin
    token is compared in constant time; any other token is looked up by its SHA-256 digest: in
    this replica's token cache (app/store/token_cache.py), else with one indexed read. A
@@ -42,10 +43,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from app.api import sessions
 from app.api.methods import READ_METHODS
-from app.api.people import SIGN_ON_KEY, Person, SignOn, resolve_person
+from app.api.people import SIGN_ON_KEY, Person, SignOn, person_of, resolve_person
 from app.domain.errors import CsrfRejected, Forbidden, NotFound, Unauthorized
 from app.domain.states import Role
-from app.identity.verifier import looks_like_jwt
+from app.identity.verifier import Identity, looks_like_jwt
 from app.observability.metrics import AUTH_FAILURES
 from app.store import sessions as session_store
 from app.store import tokens
@@ -181,6 +182,8 @@ async def _session_caller(
         if not found.is_admin_for(admin_token):
             raise Unauthorized("The dashboard session has ended; sign in again.")
         return Caller(actor="admin", is_admin=True, role=None, token_project_id=None, project=None)
+    if found.person is not None:
+        return await _session_person(connection, found)
     if found.revoked or found.expired or found.token_id is None:
         AUTH_FAILURES.labels("session").inc()
         raise Unauthorized(
@@ -196,6 +199,34 @@ async def _session_caller(
         project=ProjectRef(found.project_id, found.project_name),
         token_id=found.token_id,
         expires_at=found.expires_at,
+    )
+
+
+async def _session_person(
+    connection: ASGIConnection[Any, Any, Any, Any], found: session_store.SessionIdentity
+) -> Caller:
+    """A single sign-on session: the person as signed in, their role bindings as they are now."""
+    sign_on: SignOn | None = connection.app.state.get(SIGN_ON_KEY)
+    assert found.person is not None and found.session_expires_at is not None
+    if sign_on is None:  # single sign-on was turned off since
+        AUTH_FAILURES.labels("session").inc()
+        raise Unauthorized("The dashboard session has ended; sign in again.")
+    identity = Identity(
+        issuer=sign_on.verifier.config.issuer,
+        subject=found.person.subject,
+        username=found.person.username,
+        groups=found.person.groups,
+        expires_at=found.session_expires_at,
+    )
+    person = await person_of(sign_on, _database(connection), identity)
+    return Caller(
+        actor=person.actor,
+        is_admin=person.is_admin,
+        role=None,
+        token_project_id=None,
+        project=None,
+        expires_at=found.session_expires_at,
+        person=person,
     )
 
 

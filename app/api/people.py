@@ -37,6 +37,8 @@ class SignOn:
     verifier: Verifier
     admin_groups: tuple[str, ...] = ()
     cli_client_id: str = "aicp-cli"
+    dashboard_client_id: str = "aicp-dashboard"
+    """The public client the dashboard's "Sign in with single sign-on" uses."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,11 @@ class Person:
 
 async def resolve_person(sign_on: SignOn, db: Database, token: str) -> Person:
     """Verify `token` and read the bindings of its groups (401/503 from the verifier)."""
-    identity = await sign_on.verifier.verify(token)
+    return await person_of(sign_on, db, await sign_on.verifier.verify(token))
+
+
+async def person_of(sign_on: SignOn, db: Database, identity: Identity) -> Person:
+    """The person `identity` names, with the role bindings of their groups as they are now."""
     async with db.connection() as conn:
         grants = await role_bindings.grants_of_groups(conn, identity.groups)
     admin = [g for g in identity.groups if g in sign_on.admin_groups]

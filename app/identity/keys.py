@@ -71,6 +71,8 @@ class KeyCache:
         self.clock = clock
         self.keys: dict[str, SigningKey] = {}
         self.jwks_uri: str | None = None
+        self.discovery: dict[str, Any] | None = None
+        """The issuer's discovery document, once read (its endpoints for sign-in flows)."""
         self.last_refresh: float | None = None
         self.last_refresh_failed = False
         self.refreshes = 0
@@ -132,7 +134,27 @@ class KeyCache:
         jwks_uri = document.get("jwks_uri")
         if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
             raise ValueError("the discovery document has no jwks_uri")
+        self.discovery = document
         return jwks_uri
+
+    async def endpoint(self, name: str) -> str:
+        """An endpoint the discovery document names (``authorization_endpoint``, ...), the
+        document read once; `IssuerUnavailable` when it cannot be read, ValueError when it
+        names no such http(s) endpoint."""
+        if self.discovery is None:
+            try:
+                self.jwks_uri = await self._discover()
+            except (httpx.HTTPError, ValueError) as exc:
+                log.warning("identity provider %s: cannot read discovery: %s", self.issuer, exc)
+                raise IssuerUnavailable(
+                    "The identity provider could not be reached; retry shortly.",
+                    int(self.refresh_interval) + 1,
+                ) from exc
+        assert self.discovery is not None
+        found = self.discovery.get(name)
+        if not isinstance(found, str) or not found.startswith(("https://", "http://")):
+            raise ValueError(f"the identity provider's discovery document has no {name}")
+        return found
 
     async def _get_json(self, url: str) -> dict[str, Any]:
         answer = await self.client.get(url, headers={"Accept": "application/json"})

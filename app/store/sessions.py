@@ -2,7 +2,9 @@
 
 A session stands for one token: a project token (by id: revoking or expiring the token ends
 its sessions at their next request, the lookup reads the token's state) or the platform admin
-token (by its digest: another admin token ends them). The session id itself is never stored,
+token (by its digest: another admin token ends them); or for a person signed in through OpenID
+Connect (their subject, username and groups at sign-in: their role bindings are read per
+request). The session id itself is never stored,
 only its SHA-256 digest, like a token's secret. Expired rows are purged at every sign-in.
 """
 
@@ -35,6 +37,15 @@ class Opened:
 
 
 @dataclass(frozen=True)
+class SessionPerson:
+    """The person a single sign-on session stands for, as their tokens named them."""
+
+    subject: str
+    username: str
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class SessionIdentity:
     """A live session, as the lookup read it."""
 
@@ -49,6 +60,9 @@ class SessionIdentity:
     expired: bool
     expires_at: datetime | None
     """When the project token expires; None: never (or an admin session)."""
+    session_expires_at: datetime | None = None
+    person: SessionPerson | None = None
+    """The person of a single sign-on session; None for a token's."""
 
     def is_admin_for(self, admin_token: str | None) -> bool:
         """An admin session opened with `admin_token` (the one in force now)."""
@@ -69,9 +83,11 @@ async def open_session(
     token_id: uuid.UUID | None,
     admin_token: str | None,
     lifetime_seconds: float,
+    person: SessionPerson | None = None,
 ) -> Opened:
-    """A new session for a project token (`token_id`) or the admin (`admin_token`)."""
-    assert (token_id is None) != (admin_token is None)
+    """A new session for a project token (`token_id`), the admin (`admin_token`) or a
+    `person` (exactly one)."""
+    assert [token_id, admin_token, person].count(None) == 2
     opened = Opened(session_id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
     async with db.transaction() as conn:
         await conn.execute(QUERIES["sessions_purge_expired"])
@@ -82,6 +98,9 @@ async def open_session(
             None if admin_token is None else admin_digest(admin_token),
             opened.csrf,
             lifetime_seconds,
+            None if person is None else person.subject,
+            None if person is None else person.username,
+            None if person is None else list(person.groups),
         )
     return opened
 
@@ -102,6 +121,12 @@ async def find_session(db: Database, session_id: str) -> SessionIdentity | None:
         revoked=bool(row["revoked"]),
         expired=bool(row["expired"]),
         expires_at=row["expires_at"],
+        session_expires_at=row["session_expires_at"],
+        person=None
+        if row["person_subject"] is None
+        else SessionPerson(
+            row["person_subject"], row["person_username"], tuple(row["person_groups"])
+        ),
     )
 
 

@@ -168,6 +168,7 @@ def test_the_service_settings_reach_the_process_as_environment_variables() -> No
         "AICP_OIDC_KEYS_REFRESH_SECONDS": "30",
         "AICP_OIDC_ADMIN_GROUPS": "",
         "AICP_OIDC_CLI_CLIENT_ID": "aicp-cli",
+        "AICP_OIDC_DASHBOARD_CLIENT_ID": "aicp-dashboard",
     }
     assert "KUBECONFIG" not in env  # in-cluster config from the ServiceAccount
 

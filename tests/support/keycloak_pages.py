@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 import re
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
@@ -35,26 +35,37 @@ def _get(browser: httpx.Client, url: str) -> httpx.Response:
     return _follow(browser, browser.get(url, headers=_cookies(browser)))
 
 
-def _post(browser: httpx.Client, url: str, data: dict[str, str]) -> httpx.Response:
-    return _follow(browser, browser.post(url, data=data, headers=_cookies(browser)))
+def _post(
+    browser: httpx.Client, url: str, data: dict[str, str], stop_at: str | None = None
+) -> httpx.Response:
+    return _follow(browser, browser.post(url, data=data, headers=_cookies(browser)), stop_at)
 
 
-def _follow(browser: httpx.Client, response: httpx.Response) -> httpx.Response:
-    """Follow redirects one by one, each hop sending the cookies set so far."""
+def _follow(
+    browser: httpx.Client, response: httpx.Response, stop_at: str | None = None
+) -> httpx.Response:
+    """Follow redirects one by one, each hop sending the cookies set so far; a redirect to a
+    path `stop_at` is answered as it is (not followed)."""
     for _ in range(20):
         if not response.is_redirect:
             return response
         location = urljoin(str(response.url), response.headers["location"])
+        if stop_at is not None and urlsplit(location).path == stop_at:
+            return response
         response = browser.get(location, headers=_cookies(browser))
     raise AssertionError(f"too many redirects from {response.url}")
 
 
-def sign_in(browser: httpx.Client, url: str, username: str, password: str) -> httpx.Response:
+def sign_in(
+    browser: httpx.Client, url: str, username: str, password: str, stop_at: str | None = None
+) -> httpx.Response:
     """Open `url` (an authorization or device URL), submit the login form, and grant consent
-    when asked; the last answer (redirects followed). `browser` must not follow redirects."""
+    when asked; the last answer (redirects followed, except one to the path `stop_at`: that
+    redirect is the answer). `browser` must not follow redirects."""
     page = _get(browser, url)
     action, fields = _form(page, "username")
-    page = _post(browser, action, {**fields, "username": username, "password": password})
+    fields = {**fields, "username": username, "password": password}
+    page = _post(browser, action, fields, stop_at)
     if 'name="accept"' in page.text:  # the consent page of the device grant
         action, fields = _form(page, "accept")
         page = _post(browser, action, {**fields, "accept": "Yes"})

@@ -19,8 +19,10 @@ from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 
 from app.api import auth, sessions
+from app.api.dashboard import single_sign_on
 from app.api.dashboard.rendering import ASSETS_PATH, STATIC_DIR, page
-from app.domain.errors import NotFound, Unauthorized
+from app.api.dashboard.single_sign_on import sign_in_page
+from app.domain.errors import Forbidden, NotFound, Unauthorized
 from app.store import sessions as session_store
 
 if TYPE_CHECKING:
@@ -50,11 +52,29 @@ async def _session(request: Request[Any, Any, Any]) -> tuple[Caller, SessionIden
 
 
 def _who(caller: Caller) -> dict[str, Any]:
+    role = caller.role
+    own = None if caller.project is None else caller.project.name
+    if caller.person is not None:  # a person: their name, their role here (else their highest)
+        role = role or caller.person.highest_role
+        own = own or _first_project(caller)
+        shown = "platform admin" if caller.is_admin else str(role)
+        return {
+            "is_admin": caller.is_admin,
+            "role": f"{caller.person.identity.username} · {shown}",
+            "own_project": own,
+        }
     return {
         "is_admin": caller.is_admin,
-        "role": "platform admin" if caller.is_admin else str(caller.role),
-        "own_project": None if caller.project is None else caller.project.name,
+        "role": "platform admin" if caller.is_admin else str(role),
+        "own_project": own,
     }
+
+
+def _first_project(caller: Caller) -> str | None:
+    """The first (by name) project a person's bindings give them."""
+    assert caller.person is not None
+    names = sorted({g.project_name for g in caller.person.grants if g.project_name is not None})
+    return names[0] if names else None
 
 
 async def _project_page(
@@ -78,16 +98,26 @@ async def index(request: Request[Any, Any, Any]) -> Response[Any] | Redirect:
     signed_in = await _session(request)
     if signed_in is None:
         return Redirect(SIGN_IN, status_code=303)
-    caller, _ = signed_in
+    caller, found = signed_in
     if caller.is_admin:
         return Redirect("/admin", status_code=303)
+    if caller.person is not None:
+        first = _first_project(caller)
+        if first is None:  # their bindings were removed since they signed in
+            try:
+                caller.person.require_some_role()
+            except Forbidden as exc:
+                return page(
+                    "error.html", status=403, message=exc.detail, csrf=found.csrf, **_who(caller)
+                )
+        return Redirect(f"/projects/{first}", status_code=303)
     assert caller.project is not None
     return Redirect(f"/projects/{caller.project.name}", status_code=303)
 
 
 @get(SIGN_IN, include_in_schema=False)
 async def sign_in_form(request: Request[Any, Any, Any]) -> Response[Any]:
-    return page("sign_in.html", error=None, csrf=None, is_admin=False, own_project=None)
+    return sign_in_page(request)
 
 
 def _same_origin(request: Request[Any, Any, Any]) -> bool:
@@ -108,14 +138,7 @@ async def sign_in(
     secret = (data.get("token") or "").strip()
 
     def refused(message: str, status: int = 401) -> Response[Any]:
-        return page(
-            "sign_in.html",
-            status=status,
-            error=message,
-            csrf=None,
-            is_admin=False,
-            own_project=None,
-        )
+        return sign_in_page(request, status=status, error=message)
 
     if not _same_origin(request):
         return refused("Sign in from this server's own page.", status=403)
@@ -204,6 +227,7 @@ ROUTES = [
     index,
     sign_in_form,
     sign_in,
+    *single_sign_on.ROUTES,
     sign_out,
     project_view,
     workload_view,
