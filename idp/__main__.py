@@ -8,14 +8,12 @@ OIDC settings pointing at it; Ctrl-C or CMD's exit stops Keycloak.
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from idp import distribution
 from idp.keycloak import ADMIN_USER, Keycloak, KeycloakError, demo_users
+from realcluster.processes import run_command, stop_on_sigterm
 
 #: The realm's audience mapper puts this in every access token's `aud`.
 AUDIENCE = "aicp"
@@ -52,12 +50,8 @@ def oidc_environment(keycloak: Keycloak) -> dict[str, str]:
     }
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def _up(keycloak: Keycloak, command: list[str]) -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
+    stop_on_sigterm()
     try:
         keycloak.start()
         users = "\n".join(
@@ -75,16 +69,7 @@ def _up(keycloak: Keycloak, command: list[str]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        if not command:
-            signal.pause()
-            return 0
-        env = {**os.environ, **oidc_environment(keycloak)}
-        with subprocess.Popen(command, env=env) as child:
-            try:
-                return child.wait()
-            except KeyboardInterrupt:
-                child.send_signal(signal.SIGINT)
-                return child.wait()
+        return run_command(command, oidc_environment(keycloak))
     except KeyboardInterrupt:
         return 0
     finally:

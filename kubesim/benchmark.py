@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from kubesim.cluster import Cluster
+from kubesim.controllers.podspec import owned_by_job
 from kubesim.patching import MERGE
 
 
@@ -43,15 +44,7 @@ def _pod(i: int, job: dict[str, Any]) -> dict[str, Any]:
             "name": f"job-{i}-abcde",
             "namespace": meta["namespace"],
             "labels": {"batch.kubernetes.io/job-name": meta["name"]},
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                }
-            ],
+            "ownerReferences": owned_by_job(meta, block=False),
         },
         "spec": {"containers": [{"name": "main", "image": "trainer:1"}]},
     }

@@ -41,10 +41,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest.e2e_stack import CLASS, REPO, e2e_stack
+from tests.support.api_client import Api
+from tests.support.scenario import Scenario
 
 NOISY, QUIET = "noisy", "quiet"
 TIMEOUT = aiohttp.ClientTimeout(total=30)
@@ -94,52 +97,31 @@ async def call(
         return response.status, data
 
 
-async def wait_state(
-    session: aiohttp.ClientSession, url: str, token: str, *states: str, timeout: float = 60
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, body = await call(session, "GET", url, token)
-        if status == 200 and body["status"]["state"] in states:
-            return
-        await asyncio.sleep(0.1)
-    raise SystemExit(f"{url} never reached {states}")
-
-
-async def setup(session: aiohttp.ClientSession, base: str, admin: str) -> dict[str, str]:
-    """Binding, two projects with a pool of 8 GPUs each, and their tokens."""
-    binding = {
-        "resource_name": "nvidia.com/gpu",
-        "flavor": CLASS,
-        "node_labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-    }
-    status, _ = await call(
-        session, "PUT", f"{base}/api/v1/accelerator-bindings/{CLASS}", admin, binding
+def scenario(client: httpx.AsyncClient, project: str) -> Scenario:
+    """The scenario API for `project` (a pool of 8 of the 16 GPUs) through `client`."""
+    return Scenario(
+        client,
+        project=project,
+        pool="pool",
+        accelerator_class=CLASS,
+        accelerators=8,
+        wait_timeout=60,
+        interval=0.1,
     )
-    assert status in (200, 201), status
+
+
+async def setup(client: httpx.AsyncClient) -> dict[str, str]:
+    """Binding, two projects with a pool of 8 GPUs each, and their tokens, through `client`
+    (the admin's)."""
+    await Api(client).put_binding(CLASS)
     tokens: dict[str, str] = {}
     for project in (NOISY, QUIET):
-        status, _ = await call(session, "POST", f"{base}/api/v1/projects", admin, {"name": project})
-        assert status == 202, status
-        pool = {
-            "name": "pool",
-            "accelerator_class": CLASS,
-            "quota": {"accelerators": 8, "cpu": "256", "memory": "2Ti"},
-        }
-        projects = f"{base}/api/v1/projects/{project}"
-        for _ in range(100):
-            status, _ = await call(session, "POST", f"{projects}/compute-pools", admin, pool)
-            if status == 202:
-                break
-            await asyncio.sleep(0.1)  # the project's namespace is still being made
-        assert status == 202, status
+        theirs = scenario(client, project)
+        await theirs.create_project(project)
+        await theirs.create_pool()
         for role in ("editor", "viewer"):
-            status, made = await call(
-                session, "POST", f"{projects}/tokens", admin, {"name": role, "role": role}
-            )
-            assert status == 201, (status, made)
-            tokens[f"{project}-{role}"] = made["token"]
-        await wait_state(session, f"{projects}/compute-pools/pool", admin, "READY")
+            tokens[f"{project}-{role}"] = await theirs.token(role, role)
+        await theirs.wait_pool_state("READY")
     return tokens
 
 
@@ -221,19 +203,17 @@ async def run(args: argparse.Namespace) -> Figures:
     env = dict(item.split("=", 1) for item in args.aicp_env)
     async with e2e_stack(args.pg, aicp_repo=args.aicp_repo, **env) as stack:
         base = stack.aicp_url
-        admin = stack.headers["Authorization"].removeprefix("Bearer ")
         connector = aiohttp.TCPConnector(limit=256)
-        async with aiohttp.ClientSession(connector=connector, timeout=TIMEOUT) as session:
-            tokens = await setup(session, base, admin)
+        async with (
+            aiohttp.ClientSession(connector=connector, timeout=TIMEOUT) as session,
+            httpx.AsyncClient(base_url=base, headers=stack.headers, timeout=30) as client,
+        ):
+            tokens = await setup(client)
             chatty = workload("chatty", "pool", KUBESIM_RUN_SECONDS="300", KUBESIM_LOG="tick")
             chatty["env"]["KUBESIM_LOG_INTERVAL"] = "1"
-            status, _ = await call(
-                session, "POST", f"{base}/api/v1/projects/{NOISY}/workloads", admin, chatty
-            )
-            assert status == 202, status
-            await wait_state(
-                session, f"{base}/api/v1/projects/{NOISY}/workloads/chatty", admin, "RUNNING"
-            )
+            noisy = scenario(client, NOISY)
+            await noisy.request("POST", noisy.workloads, json=chatty, accept=(202,))
+            await noisy.wait_state("chatty", "RUNNING")
             stop = asyncio.Event()
             follows = asyncio.create_task(
                 follow_logs(base, tokens[f"{NOISY}-viewer"], args.follows, fig, stop)

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest.api_bench import NO_RATE_LIMITS, bench_pool, kubesim
 from loadtest.databases import with_database
+from tests.support.pg_fixtures import answers
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "bench"
@@ -54,15 +55,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-async def _answers(url: str) -> bool:
-    try:
-        conn = await asyncpg.connect(url, timeout=2)
-    except (OSError, asyncpg.PostgresError, TimeoutError):
-        return False
-    await conn.close()
-    return True
 
 
 @contextlib.contextmanager
@@ -324,7 +316,7 @@ def main() -> None:
     uvloop.install()
 
     async def run() -> None:
-        if await _answers(args.pg):
+        if await answers(args.pg):
             await bench(args, args.pg)
             return
         with _embedded_postgres() as pg:

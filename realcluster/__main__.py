@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
 from realcluster import build as building
 from realcluster.cluster import ClusterOptions, RealCluster
 from realcluster.pki import PkiError
-from realcluster.processes import ComponentError
+from realcluster.processes import ComponentError, run_command, stop_on_sigterm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,12 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def _up(cluster: RealCluster, command: list[str]) -> int:
-    signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM stops the cluster as Ctrl-C does
+    stop_on_sigterm()  # SIGTERM stops the cluster as Ctrl-C does
     cluster.start()
     try:
         print(
@@ -59,16 +52,7 @@ def _up(cluster: RealCluster, command: list[str]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        if not command:
-            signal.pause()
-            return 0
-        env = {**os.environ, "KUBECONFIG": str(cluster.aicp_kubeconfig)}
-        with subprocess.Popen(command, env=env) as child:
-            try:
-                return child.wait()
-            except KeyboardInterrupt:
-                child.send_signal(signal.SIGINT)
-                return child.wait()
+        return run_command(command, {"KUBECONFIG": str(cluster.aicp_kubeconfig)})
     except KeyboardInterrupt:
         return 0
     finally:

@@ -30,6 +30,30 @@ class ComponentError(Exception):
     """A component failed to start, exited, or was not ready in time."""
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM stops this launcher as Ctrl-C does (a `KeyboardInterrupt`)."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def run_command(command: list[str], env: dict[str, str]) -> int:
+    """Run `command` with `env` added to this process's environment and return its exit
+    status; a Ctrl-C (or SIGTERM, after `stop_on_sigterm`) is passed on to it as SIGINT and
+    its exit waited for. Without a command, wait until interrupted."""
+    if not command:
+        signal.pause()
+        return 0
+    with subprocess.Popen(command, env={**os.environ, **env}) as child:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
+            return child.wait()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket() as probe:

@@ -65,14 +65,22 @@ def line_width() -> int | None:
         return None
 
 
-def age(stamp: str | None, now: datetime | None = None) -> str:
-    """`3s`, `5m`, `2h`, `4d` since an RFC 3339 time, as kubectl shows ages."""
+def _instant(stamp: str | None) -> datetime | str:
+    """The time an RFC 3339 `stamp` names, or what to show instead: `-` for none, `?` for one
+    that is not a time."""
     if not stamp:
         return "-"
     try:
-        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return "?"
+
+
+def age(stamp: str | None, now: datetime | None = None) -> str:
+    """`3s`, `5m`, `2h`, `4d` since an RFC 3339 time, as kubectl shows ages."""
+    then = _instant(stamp)
+    if isinstance(then, str):
+        return then
     seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
     if seconds < 0:
         seconds = 0
@@ -84,12 +92,9 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
 
 def until(stamp: str | None, now: datetime | None = None) -> str:
     """`0s`, `5m`, `2h`, `4d` until an RFC 3339 time (never negative)."""
-    if not stamp:
-        return "-"
-    try:
-        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return "?"
+    then = _instant(stamp)
+    if isinstance(then, str):
+        return then
     return age((now or datetime.now(UTC)).isoformat(), then)
 
 

@@ -41,7 +41,7 @@ from kubesim.controllers.indexes import (
     parse_intervals,
     pod_index,
 )
-from kubesim.controllers.podspec import controller_name, controller_uid
+from kubesim.controllers.podspec import controller_name, controller_uid, owned_by_job
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.store import StoreError
 
@@ -195,16 +195,7 @@ class JobController:
             "generateName": f"{meta['name']}-",
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            "ownerReferences": owned_by_job(meta),
             "finalizers": [TRACKING],
         }
         annotations = (template.get("metadata") or {}).get("annotations")

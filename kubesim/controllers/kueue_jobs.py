@@ -47,7 +47,7 @@ from kubesim.controllers.kueue_api import (
     workload_name,
 )
 from kubesim.controllers.kueue_preemption import clear_admission
-from kubesim.controllers.podspec import controller_name
+from kubesim.controllers.podspec import controller_name, owned_by_job
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.store import StoreError
 
@@ -219,16 +219,7 @@ class KueueJobReconciler:
                 "name": workload_name(meta["name"], meta["uid"]),
                 "namespace": meta["namespace"],
                 "labels": {JOB_UID_LABEL: meta["uid"]},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "name": meta["name"],
-                        "uid": meta["uid"],
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
+                "ownerReferences": owned_by_job(meta),
                 "finalizers": [RESOURCE_IN_USE],
             },
             "spec": wl_spec,

@@ -69,6 +69,21 @@ def untolerated_taint(tolerations: list[Obj] | None, taints: list[Obj] | None) -
     return None
 
 
+def owned_by_job(meta: Obj, *, block: bool = True) -> list[Obj]:
+    """`ownerReferences` naming the Job whose metadata is `meta` as the controller, blocking
+    its foreground deletion (unless not to `block`: the field is then left out)."""
+    ref: Obj = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+    }
+    if block:
+        ref["blockOwnerDeletion"] = True
+    return [ref]
+
+
 def controller_uid(obj: Obj, kind: str) -> str | None:
     """uid of the object's controller ownerReference of `kind`, if any."""
     for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:

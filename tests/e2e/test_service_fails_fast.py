@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import sys
 import urllib.parse
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,12 +19,10 @@ import httpx
 import pytest
 
 from kubesim import Cluster
-from tests.support.api_client import ADMIN_TOKEN
 from tests.support.pg_fixtures import with_database
-from tests.support.service import RunningService
+from tests.support.service import RunningService, serve_env, serve_process
 from tests.support.waiting import wait_until
 
-REPO = Path(__file__).resolve().parents[2]
 RECOVERY_SECONDS = 2
 
 
@@ -61,44 +57,18 @@ class Served:
 async def serve(database_url: str, cluster: Cluster, directory: Path) -> AsyncIterator[Served]:
     """`python -m app serve` against `cluster`, ready, with a short recovery bound."""
     kubeconfig = cluster.write_kubeconfig(directory / "kubeconfig")
-    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
-    env.update(
-        PYTHONPATH=str(REPO),
-        DATABASE_URL=database_url,
+    env = serve_env(
+        database_url,
         KUBECONFIG=str(kubeconfig),
-        AICP_ADMIN_TOKEN=ADMIN_TOKEN,
-        AICP_HTTP_HOST="127.0.0.1",
-        AICP_HTTP_PORT="0",
-        AICP_LOG_FORMAT="console",
         AICP_RECOVERY_TIMEOUT_SECONDS=str(RECOVERY_SECONDS),
     )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app",
-        "serve",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    try:
-        line = b""
-        while b"serving on" not in line:
-            line = await asyncio.wait_for(process.stderr.readline(), 30)
-            assert line, "serve exited before serving"
-        url = line.decode().split("serving on ")[1].strip()
-        async with httpx.AsyncClient(base_url=url) as client:
+    async with serve_process(env) as (process, url), httpx.AsyncClient(base_url=url) as client:
 
-            async def ready() -> bool:
-                return (await client.get("/readyz")).status_code == 200
+        async def ready() -> bool:
+            return (await client.get("/readyz")).status_code == 200
 
-            await wait_until(ready, timeout=20, message="/readyz 200")
-            yield Served(process, client)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        await wait_until(ready, timeout=20, message="/readyz 200")
+        yield Served(process, client)
 
 
 @contextlib.asynccontextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 import time
@@ -19,25 +18,8 @@ from app.api.shutdown import LOG_STREAM_END
 from app.main import SHUTDOWN_GRACE_SECONDS
 from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN, bearer
+from tests.support.service import serve_env, serve_process
 from tests.support.waiting import wait_until
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _env(database_url: str, **extra: str) -> dict[str, str]:
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")
-    }
-    env.update(
-        PYTHONPATH=str(REPO),
-        DATABASE_URL=database_url,
-        AICP_ADMIN_TOKEN=ADMIN_TOKEN,
-        AICP_HTTP_HOST="127.0.0.1",
-        AICP_HTTP_PORT="0",
-        AICP_LOG_FORMAT="console",
-        **extra,
-    )
-    return env
 
 
 async def test_serve_without_a_cluster_configuration_exits_2_saying_what_is_missing(
@@ -48,7 +30,7 @@ async def test_serve_without_a_cluster_configuration_exits_2_saying_what_is_miss
         "-m",
         "app",
         "serve",
-        env=_env(database_url),
+        env=serve_env(database_url),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -67,27 +49,10 @@ async def _served(
     of its log (read all along, so a full pipe never blocks the server), killed at the end if
     it is still running."""
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "app",
-        "serve",
-        env=_env(database_url, KUBECONFIG=str(kubeconfig)),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stderr is not None
-    try:
-        line = b""
-        while b"serving on" not in line:
-            line = await asyncio.wait_for(process.stderr.readline(), 30)
-            assert line, "serve exited before serving"
-        url = line.decode().split("serving on ")[1].strip()
+    env = serve_env(database_url, KUBECONFIG=str(kubeconfig))
+    async with serve_process(env) as (process, url):
+        assert process.stderr is not None
         yield process, url, asyncio.create_task(process.stderr.read())
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def test_serve_with_kubeconfig_reconciles_against_that_cluster_and_stops_on_sigterm(

@@ -9,6 +9,8 @@ import aiohttp
 
 KUEUE = "kueue.x-k8s.io"
 V1BETA2 = "v1beta2"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
 
 
 def job(
@@ -72,6 +74,17 @@ def local_queue(name: str, cluster_queue: str = "gpu-cq") -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"clusterQueue": cluster_queue},
     }
+
+
+async def patch_queue(
+    custom: Any, patch: dict[str, Any], content_type: str = MERGE, **options: Any
+) -> dict[str, Any]:
+    """PATCH the LocalQueue `default/q` through `custom` (a `CustomObjectsApi`) with `patch`
+    sent as `content_type`; `options` are the client's (`field_manager`, `force`)."""
+    result: dict[str, Any] = await custom.patch_namespaced_custom_object(
+        KUEUE, V1BETA2, "default", "localqueues", "q", patch, _content_type=content_type, **options
+    )
+    return result
 
 
 def resource_flavor(name: str) -> dict[str, Any]:

@@ -8,10 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue, raw
-
-APPLY = "application/apply-patch+yaml"
-MERGE = "application/merge-patch+json"
+from tests.kubesim.builders import APPLY, KUEUE, MERGE, V1BETA2, job, local_queue, patch_queue, raw
 
 
 async def apply_job(batch: client.BatchV1Api, body: dict, manager: str, force: bool = False):
@@ -77,38 +74,13 @@ async def test_fields_a_manager_stops_applying_are_removed(kube_api):
     custom = client.CustomObjectsApi(kube_api)
     first = local_queue("q")
     first["metadata"]["labels"] = {"team": "x", "tier": "gpu"}
-    await custom.patch_namespaced_custom_object(
-        KUEUE,
-        V1BETA2,
-        "default",
-        "localqueues",
-        "q",
-        first,
-        field_manager="aicp",
-        _content_type=APPLY,
-    )
-    await custom.patch_namespaced_custom_object(
-        KUEUE,
-        V1BETA2,
-        "default",
-        "localqueues",
-        "q",
-        {"metadata": {"labels": {"owner": "ops"}}},
-        field_manager="ops",
-        _content_type=MERGE,
+    await patch_queue(custom, first, APPLY, field_manager="aicp")
+    await patch_queue(
+        custom, {"metadata": {"labels": {"owner": "ops"}}}, MERGE, field_manager="ops"
     )
     second = local_queue("q")
     second["metadata"]["labels"] = {"team": "x"}
-    result = await custom.patch_namespaced_custom_object(
-        KUEUE,
-        V1BETA2,
-        "default",
-        "localqueues",
-        "q",
-        second,
-        field_manager="aicp",
-        _content_type=APPLY,
-    )
+    result = await patch_queue(custom, second, APPLY, field_manager="aicp")
     assert result["metadata"]["labels"] == {"team": "x", "owner": "ops"}, (
         "the dropped label goes; another manager's label stays"
     )

@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue, raw
+from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue, patch_queue, raw
 
 
 def status_of(err: ApiException) -> dict:
@@ -75,25 +75,9 @@ async def test_a_patch_carrying_a_stale_resource_version_is_a_conflict(kube_api)
         KUEUE, V1BETA2, "default", "localqueues", local_queue("q")
     )
     old_rv = created["metadata"]["resourceVersion"]
-    await custom.patch_namespaced_custom_object(
-        KUEUE,
-        V1BETA2,
-        "default",
-        "localqueues",
-        "q",
-        {"metadata": {"labels": {"a": "1"}}},
-        _content_type="application/merge-patch+json",
-    )
+    await patch_queue(custom, {"metadata": {"labels": {"a": "1"}}})
     with pytest.raises(ApiException) as err:
-        await custom.patch_namespaced_custom_object(
-            KUEUE,
-            V1BETA2,
-            "default",
-            "localqueues",
-            "q",
-            {"metadata": {"resourceVersion": old_rv, "labels": {"a": "2"}}},
-            _content_type="application/merge-patch+json",
-        )
+        await patch_queue(custom, {"metadata": {"resourceVersion": old_rv, "labels": {"a": "2"}}})
     assert err.value.status == 409
 
 
@@ -154,14 +138,8 @@ async def test_strategic_merge_on_a_custom_resource_is_415(kube_api):
         KUEUE, V1BETA2, "default", "localqueues", local_queue("q")
     )
     with pytest.raises(ApiException) as err:
-        await custom.patch_namespaced_custom_object(
-            KUEUE,
-            V1BETA2,
-            "default",
-            "localqueues",
-            "q",
-            {"metadata": {"labels": {"a": "1"}}},
-            _content_type="application/strategic-merge-patch+json",
+        await patch_queue(
+            custom, {"metadata": {"labels": {"a": "1"}}}, "application/strategic-merge-patch+json"
         )
     assert err.value.status == 415
     assert status_of(err.value)["reason"] == "UnsupportedMediaType"

@@ -112,15 +112,12 @@ async def test_an_apiserver_restart_refuses_connections_then_serves_the_same_sta
     port = kube_cluster.port
     await set_faults(kube_cluster, refuse_connections_seconds=0.5)
 
-    async def refused() -> bool:
-        try:
-            async with aiohttp.ClientSession() as s, s.get(f"{kube_cluster.url}/version"):
-                return False
-        except aiohttp.ClientConnectionError:
-            return True
-
-    await wait_until(refused, timeout=3, message="connections to be refused")
-    await wait_until(lambda: _not(refused), timeout=5, message="the apiserver to be back")
+    await wait_until(
+        lambda: _refuses(kube_cluster.url), timeout=3, message="connections to be refused"
+    )
+    await wait_until(
+        lambda: _serves(kube_cluster.url), timeout=5, message="the apiserver to be back"
+    )
     assert kube_cluster.port == port
     assert (await batch.read_namespaced_job("a", "default")).metadata.name == "a"
 
@@ -144,21 +141,27 @@ async def test_an_apiserver_restart_keeps_its_port_while_it_refuses(kube_cluster
             other.close()
         return False
 
-    async def refused() -> bool:
-        try:
-            async with aiohttp.ClientSession() as s, s.get(f"{kube_cluster.url}/version"):
-                return False
-        except aiohttp.ClientConnectionError:
-            return True
-
-    await wait_until(refused, timeout=3, message="connections to be refused")
+    await wait_until(
+        lambda: _refuses(kube_cluster.url), timeout=3, message="connections to be refused"
+    )
     assert taken()
-    await wait_until(lambda: _not(refused), timeout=5, message="the apiserver to be back")
+    await wait_until(
+        lambda: _serves(kube_cluster.url), timeout=5, message="the apiserver to be back"
+    )
     assert kube_cluster.port == port
 
 
-async def _not(probe) -> bool:
-    return not await probe()
+async def _refuses(url: str) -> bool:
+    """Whether the apiserver at `url` refuses connections now."""
+    try:
+        async with aiohttp.ClientSession() as s, s.get(f"{url}/version"):
+            return False
+    except aiohttp.ClientConnectionError:
+        return True
+
+
+async def _serves(url: str) -> bool:
+    return not await _refuses(url)
 
 
 async def test_latency_is_added_to_requests(kube_cluster, kube_api):

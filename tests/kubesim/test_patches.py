@@ -6,9 +6,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kubesim.builders import KUEUE, V1BETA2, job, local_queue, pod
+from tests.kubesim.builders import KUEUE, MERGE, V1BETA2, job, local_queue, patch_queue, pod
 
-MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
@@ -17,15 +16,7 @@ async def test_a_merge_patch_sets_and_deletes_keys(kube_api):
     queue = local_queue("q")
     queue["metadata"]["labels"] = {"a": "1", "b": "2"}
     await custom.create_namespaced_custom_object(KUEUE, V1BETA2, "default", "localqueues", queue)
-    result = await custom.patch_namespaced_custom_object(
-        KUEUE,
-        V1BETA2,
-        "default",
-        "localqueues",
-        "q",
-        {"metadata": {"labels": {"a": None, "c": "3"}}},
-        _content_type=MERGE,
-    )
+    result = await patch_queue(custom, {"metadata": {"labels": {"a": None, "c": "3"}}})
     assert result["metadata"]["labels"] == {"b": "2", "c": "3"}
 
 

@@ -11,11 +11,14 @@ machine without PostgreSQL.
   ``WITH (FORCE)`` after the test.
 - ``service`` / ``app_client`` (function): aicp running in-process on a real uvicorn bound to
   127.0.0.1:0 against ``database_url``, and an httpx client for it holding the admin token.
+- ``started_service`` / ``admin_client`` / ``serving``: the same as context managers, for a
+  test whose service needs other settings (``serving`` yields the scenario API over it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import queue
 import secrets
@@ -47,7 +50,8 @@ def with_database(url: str, database: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(path="/" + database))
 
 
-async def _answers(url: str) -> bool:
+async def answers(url: str) -> bool:
+    """Whether a PostgreSQL server accepts a connection to `url` now (within 2 s)."""
     try:
         conn = await asyncpg.connect(url, timeout=2)
     except (OSError, asyncpg.PostgresError, TimeoutError):
@@ -59,7 +63,7 @@ async def _answers(url: str) -> bool:
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
     url = os.environ.get("AICP_TEST_DATABASE_URL", DEFAULT_URL)
-    if asyncio.run(_answers(url)):
+    if asyncio.run(answers(url)):
         yield url
         return
     import pgserver
@@ -197,10 +201,11 @@ def service_settings(database_url: str, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-@pytest.fixture
-async def service(database_url: str) -> AsyncIterator[Service]:
-    """aicp serving HTTP on 127.0.0.1:<ephemeral> against this test's database."""
-    running = Service(service_settings(database_url))
+@contextlib.asynccontextmanager
+async def started_service(database_url: str, **settings: Any) -> AsyncIterator[Service]:
+    """aicp serving HTTP on 127.0.0.1:<ephemeral> against `database_url` with `settings`
+    (`service_settings`'), stopped when the block ends."""
+    running = Service(service_settings(database_url, **settings))
     await running.start()
     try:
         yield running
@@ -208,12 +213,37 @@ async def service(database_url: str) -> AsyncIterator[Service]:
         await running.stop()
 
 
+@contextlib.asynccontextmanager
+async def admin_client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for `service` that sends its platform admin token."""
+    token = service.settings.admin_token or ADMIN_TOKEN
+    async with httpx.AsyncClient(
+        base_url=service.url, headers={"Authorization": f"Bearer {token}"}, timeout=30
+    ) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def serving(database_url: str, **settings: Any) -> AsyncIterator[Scenario]:
+    """The scenario API (docs/API.md's example workload) over a service with `settings`."""
+    async with (
+        started_service(database_url, **settings) as service,
+        admin_client(service) as client,
+    ):
+        yield Scenario(client, defaults=API_EXAMPLE)
+
+
+@pytest.fixture
+async def service(database_url: str) -> AsyncIterator[Service]:
+    """aicp serving HTTP on 127.0.0.1:<ephemeral> against this test's database."""
+    async with started_service(database_url) as running:
+        yield running
+
+
 @pytest.fixture
 async def app_client(service: Service) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client for ``service`` that sends the platform admin token."""
-    async with httpx.AsyncClient(
-        base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30
-    ) as client:
+    async with admin_client(service) as client:
         yield client
 
 
@@ -235,21 +265,15 @@ async def shared_service(
 ) -> AsyncIterator[Service]:
     """aicp on its own database, shared by the tests of one module."""
     name = await _clone(pg_server_url, pg_template)
-    running = Service(service_settings(with_database(pg_server_url, name)))
-    await running.start()
     try:
-        yield running
+        async with started_service(with_database(pg_server_url, name)) as running:
+            yield running
     finally:
-        await running.stop()
         pg_dropper.drop(name)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared_client(shared_service: Service) -> AsyncIterator[httpx.AsyncClient]:
     """An admin HTTP client for ``shared_service``."""
-    async with httpx.AsyncClient(
-        base_url=shared_service.url,
-        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-        timeout=30,
-    ) as client:
+    async with admin_client(shared_service) as client:
         yield client

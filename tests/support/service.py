@@ -10,12 +10,16 @@ client (an operator's kubectl, separate from the service's own). Everything is s
 order afterwards: services, then the cluster.
 
 To build other shapes (e.g. a service that is not ready yet), use `start_service` directly.
+`serve_process` runs `python -m app serve` as a child process instead (`serve_env`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import secrets
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,8 @@ from tests.support.kube_fixtures import api_client_for
 from tests.support.pg_fixtures import service_settings
 from tests.support.scenario import PROJECT, Scenario
 from tests.support.waiting import wait_until
+
+REPO = Path(__file__).resolve().parents[2]
 
 #: Short enough that a test notices a lost lease in seconds, long enough to tell "released
 #: at shutdown" (immediate) from "expired" (this long).
@@ -113,6 +119,53 @@ async def start_service(
     finally:
         await service.stop()
         await observer.close()
+
+
+def serve_env(database_url: str, **extra: str) -> dict[str, str]:
+    """The environment of `python -m app serve` on `database_url` (on 127.0.0.1:0, the admin
+    token `ADMIN_TOKEN`) with `extra` added: no cluster but one `extra` names."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")
+    }
+    env.update(
+        PYTHONPATH=str(REPO),
+        DATABASE_URL=database_url,
+        AICP_ADMIN_TOKEN=ADMIN_TOKEN,
+        AICP_HTTP_HOST="127.0.0.1",
+        AICP_HTTP_PORT="0",
+        AICP_LOG_FORMAT="console",
+        **extra,
+    )
+    return env
+
+
+@contextlib.asynccontextmanager
+async def serve_process(
+    env: dict[str, str],
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """`python -m app serve` with `env` (`serve_env`): the process and its URL once its log
+    says it serves (the rest of the log is the caller's to read from its stderr), killed at
+    the end if it is still running."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "app",
+        "serve",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    try:
+        line = b""
+        while b"serving on" not in line:
+            line = await asyncio.wait_for(process.stderr.readline(), 30)
+            assert line, "serve exited before serving"
+        yield process, line.decode().split("serving on ")[1].strip()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 @pytest.fixture

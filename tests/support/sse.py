@@ -62,20 +62,31 @@ class Stream:
             self.last_id = sse.id
         return sse
 
+    def _keep(self, sse: ServerSentEvent, *, checked: bool = False) -> Event:
+        """The event `sse` carries, kept in `seen` (if `checked`, its body's `type` must be
+        the SSE event's name)."""
+        body = json.loads(sse.data)
+        assert not checked or body["type"] == sse.event
+        event = Event(sse.id or None, sse.event, body["object"])
+        self.seen.append(event)
+        return event
+
+    async def _event_or_heartbeat(self, timeout: float, *, checked: bool = False) -> Event | None:
+        """The next event (kept in `seen`), or None for a heartbeat (counted); EOFError once
+        the stream has ended."""
+        sse = await self._next_sse(timeout)
+        if sse is None:
+            raise EOFError("the stream ended")
+        if not sse.data:
+            self.heartbeats += 1
+            return None
+        return self._keep(sse, checked=checked)
+
     async def next(self, timeout: float = 10.0) -> Event:
         async with asyncio.timeout(timeout):
-            while True:
-                sse = await self._next_sse(timeout)
-                if sse is None:
-                    raise EOFError("the stream ended")
-                if not sse.data:
-                    self.heartbeats += 1
-                    continue
-                body = json.loads(sse.data)
-                assert body["type"] == sse.event
-                event = Event(sse.id or None, sse.event, body["object"])
-                self.seen.append(event)
-                return event
+            while (event := await self._event_or_heartbeat(timeout, checked=True)) is None:
+                pass
+            return event
 
     async def until(self, predicate: Any, timeout: float = 20.0) -> list[Event]:
         """Events until (and including) the first for which `predicate(event)` holds."""
@@ -90,23 +101,15 @@ class Stream:
     async def heartbeat(self, timeout: float = 10.0) -> None:
         """Wait for the next heartbeat (comment block); events meanwhile go to `seen`."""
         async with asyncio.timeout(timeout):
-            while True:
-                sse = await self._next_sse(timeout)
-                if sse is None:
-                    raise EOFError("the stream ended")
-                if not sse.data:
-                    self.heartbeats += 1
-                    return
-                body = json.loads(sse.data)
-                self.seen.append(Event(sse.id or None, sse.event, body["object"]))
+            while await self._event_or_heartbeat(timeout) is not None:
+                pass
 
     async def end(self, timeout: float = 5.0) -> None:
         """Read until the server ends the stream (events meanwhile are kept in `seen`)."""
         async with asyncio.timeout(timeout):
             while (sse := await self._next_sse(timeout)) is not None:
                 if sse.data:
-                    body = json.loads(sse.data)
-                    self.seen.append(Event(sse.id or None, sse.event, body["object"]))
+                    self._keep(sse)
 
 
 @contextlib.asynccontextmanager

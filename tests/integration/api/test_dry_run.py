@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from app.main import Service
-from tests.integration.api.test_tenant_limits import serving
 from tests.support.api_client import Api
+from tests.support.pg_fixtures import serving
 from tests.support.scenario import (
     API_EXAMPLE,
     CLASS,

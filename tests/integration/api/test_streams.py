@@ -13,11 +13,9 @@ import time
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 
-from app.main import Service
-from tests.support.pg_fixtures import service_settings
+from tests.support.pg_fixtures import admin_client, serving, started_service
 from tests.support.scenario import API_EXAMPLE, PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream, status_of
 
@@ -165,57 +163,39 @@ async def test_a_revoked_tokens_streams_close_within_a_second(api: Scenario) -> 
 
 
 async def test_too_many_streams_for_one_token_is_a_429_problem(database_url: str) -> None:
-    service = Service(service_settings(database_url, streams_per_token=2))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url,
-            headers={"Authorization": f"Bearer {service.settings.admin_token}"},
-        ) as client:
-            api = Scenario(client, defaults=API_EXAMPLE)
-            await api.setup_pool(wait=False)
-            await api.submit("train-7b")
-            path = f"{WORKLOADS}/train-7b/watch"
-            async with open_stream(client, path) as one, open_stream(client, path) as two:
-                await one.next()
-                await two.next()
-                third = await status_of(client, path)
-                assert third.status_code == 429
-                assert third.json()["type"].endswith("/too-many-streams")
-                assert third.json()["limit"] == 2
-                assert third.headers["Retry-After"]
-            async with open_stream(client, path) as again:  # closed ones no longer count
-                await again.next()
-    finally:
-        await service.stop()
+    async with serving(database_url, streams_per_token=2) as api:
+        await api.setup_pool(wait=False)
+        await api.submit("train-7b")
+        path = f"{WORKLOADS}/train-7b/watch"
+        async with open_stream(api.client, path) as one, open_stream(api.client, path) as two:
+            await one.next()
+            await two.next()
+            third = await status_of(api.client, path)
+            assert third.status_code == 429
+            assert third.json()["type"].endswith("/too-many-streams")
+            assert third.json()["limit"] == 2
+            assert third.headers["Retry-After"]
+        async with open_stream(api.client, path) as again:  # closed ones no longer count
+            await again.next()
 
 
 async def test_a_heartbeat_comes_when_nothing_happens_and_carries_the_position(
     database_url: str,
 ) -> None:
-    service = Service(service_settings(database_url, stream_heartbeat_seconds=0.2))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url,
-            headers={"Authorization": f"Bearer {service.settings.admin_token}"},
-        ) as client:
-            api = Scenario(client, defaults=API_EXAMPLE)
-            await api.setup_pool(wait=False)
-            await api.submit("train-7b")
-            async with open_stream(client, f"{WORKLOADS}/train-7b/watch") as stream:
-                await stream.next()
-                await stream.heartbeat(timeout=2)
-                assert stream.last_id is not None
-                # Resuming from a heartbeat's position repeats nothing.
-                position = stream.last_id
-            async with open_stream(
-                client, f"{WORKLOADS}/train-7b/watch", last_event_id=position
-            ) as resumed:
-                await resumed.heartbeat(timeout=2)
-                assert resumed.seen == []
-    finally:
-        await service.stop()
+    async with serving(database_url, stream_heartbeat_seconds=0.2) as api:
+        await api.setup_pool(wait=False)
+        await api.submit("train-7b")
+        async with open_stream(api.client, f"{WORKLOADS}/train-7b/watch") as stream:
+            await stream.next()
+            await stream.heartbeat(timeout=2)
+            assert stream.last_id is not None
+            # Resuming from a heartbeat's position repeats nothing.
+            position = stream.last_id
+        async with open_stream(
+            api.client, f"{WORKLOADS}/train-7b/watch", last_event_id=position
+        ) as resumed:
+            await resumed.heartbeat(timeout=2)
+            assert resumed.seen == []
 
 
 async def test_a_resume_point_older_than_the_history_is_410_and_nonsense_is_422(
@@ -241,26 +221,21 @@ async def test_a_resume_point_older_than_the_history_is_410_and_nonsense_is_422(
 async def test_a_client_that_reads_too_slowly_is_dropped_not_buffered(
     database_url: str, sql: asyncpg.Connection
 ) -> None:
-    service = Service(service_settings(database_url, stream_buffer_bytes=4096))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url,
-            headers={"Authorization": f"Bearer {service.settings.admin_token}"},
-        ) as client:
-            api = Scenario(client, defaults=API_EXAMPLE)
-            await api.setup_pool(wait=False)
-            await api.submit("train-7b")
-            async with open_stream(client, f"{WORKLOADS}/train-7b/watch") as stream:
-                await stream.next()
-                # The client reads nothing while far more than its buffer is produced.
-                for n in range(300):
-                    await observe(sql, "train-7b", "RUNNING", f"Running, round {n}. " * 500)
-                feed = service.feed
-                assert feed is not None
-                await asyncio.wait_for(_until_dropped(feed), 10)
-    finally:
-        await service.stop()
+    async with (
+        started_service(database_url, stream_buffer_bytes=4096) as service,
+        admin_client(service) as client,
+    ):
+        api = Scenario(client, defaults=API_EXAMPLE)
+        await api.setup_pool(wait=False)
+        await api.submit("train-7b")
+        async with open_stream(client, f"{WORKLOADS}/train-7b/watch") as stream:
+            await stream.next()
+            # The client reads nothing while far more than its buffer is produced.
+            for n in range(300):
+                await observe(sql, "train-7b", "RUNNING", f"Running, round {n}. " * 500)
+            feed = service.feed
+            assert feed is not None
+            await asyncio.wait_for(_until_dropped(feed), 10)
 
 
 async def _until_dropped(feed: Any) -> None:

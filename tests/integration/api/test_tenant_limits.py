@@ -3,33 +3,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
-from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 
-from app.main import Service
 from tests.support.api_client import bearer
-from tests.support.pg_fixtures import service_settings
-from tests.support.scenario import API_EXAMPLE, Scenario
+from tests.support.pg_fixtures import serving
 from tests.support.sse import open_stream, status_of
-
-
-@contextlib.asynccontextmanager
-async def serving(database_url: str, **settings: Any) -> AsyncIterator[Scenario]:
-    service = Service(service_settings(database_url, **settings))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url, headers=bearer(str(service.settings.admin_token)), timeout=30
-        ) as client:
-            yield Scenario(client, defaults=API_EXAMPLE)
-    finally:
-        await service.stop()
-
 
 PROJECTS = "/api/v1/projects"
 RATE_LIMITED = "aicp_rate_limited_total"

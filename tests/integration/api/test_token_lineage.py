@@ -12,9 +12,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from app.main import Service
-from tests.support.api_client import Api
-from tests.support.pg_fixtures import service_settings
+from tests.support.pg_fixtures import serving
 from tests.support.scenario import PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream
 
@@ -120,37 +118,27 @@ async def test_revoking_a_token_revokes_what_it_minted_recursively_and_their_str
 async def test_a_project_holds_at_most_its_cap_of_live_tokens_even_when_minted_at_once(
     database_url: str,
 ) -> None:
-    service = Service(service_settings(database_url, tokens_per_project=5))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url,
-            headers={"Authorization": f"Bearer {service.settings.admin_token}"},
-            timeout=30,
-        ) as client:
-            api = Api(client)
-            await api.create_project(PROJECT)
-            answers = await asyncio.gather(
-                *(mint(client, f"t-{n}", "viewer", 1) for n in range(12))
+    async with serving(database_url, tokens_per_project=5) as api:
+        await api.create_project(PROJECT)
+        answers = await asyncio.gather(
+            *(mint(api.client, f"t-{n}", "viewer", 1) for n in range(12))
+        )
+        statuses = sorted(a.status_code for a in answers)
+        assert statuses == [201] * 5 + [409] * 7, statuses
+        refused = next(a for a in answers if a.status_code == 409).json()
+        assert refused["type"].endswith("/token-limit-reached")
+        assert refused["limit"] == 5
+        assert "revoke one" in refused["detail"]
+        # A revoked (or expired) token no longer counts.
+        first = next(a for a in answers if a.status_code == 201).json()
+        assert (await api.client.delete(f"{TOKENS}/{first['id']}")).status_code == 204
+        assert (await mint(api.client, "after-revoke", "viewer", 1)).status_code == 201
+        conn = await asyncpg.connect(database_url)
+        try:
+            await conn.execute(
+                "UPDATE api_tokens SET expires_at = $1 WHERE name = 'after-revoke'",
+                datetime.now(UTC) - timedelta(seconds=1),
             )
-            statuses = sorted(a.status_code for a in answers)
-            assert statuses == [201] * 5 + [409] * 7, statuses
-            refused = next(a for a in answers if a.status_code == 409).json()
-            assert refused["type"].endswith("/token-limit-reached")
-            assert refused["limit"] == 5
-            assert "revoke one" in refused["detail"]
-            # A revoked (or expired) token no longer counts.
-            first = next(a for a in answers if a.status_code == 201).json()
-            assert (await client.delete(f"{TOKENS}/{first['id']}")).status_code == 204
-            assert (await mint(client, "after-revoke", "viewer", 1)).status_code == 201
-            conn = await asyncpg.connect(database_url)
-            try:
-                await conn.execute(
-                    "UPDATE api_tokens SET expires_at = $1 WHERE name = 'after-revoke'",
-                    datetime.now(UTC) - timedelta(seconds=1),
-                )
-            finally:
-                await conn.close()
-            assert (await mint(client, "after-expiry", "viewer", 1)).status_code == 201
-    finally:
-        await service.stop()
+        finally:
+            await conn.close()
+        assert (await mint(api.client, "after-expiry", "viewer", 1)).status_code == 201

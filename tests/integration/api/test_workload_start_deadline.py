@@ -5,12 +5,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
-from app.main import Service
-from tests.support.api_client import ADMIN_TOKEN
-from tests.support.pg_fixtures import service_settings
+from tests.support.pg_fixtures import serving
 from tests.support.scenario import WORKLOADS, Scenario, example_workload
 
 DEFAULT = 120
@@ -24,15 +21,8 @@ def without_deadline(name: str) -> dict[str, object]:
 
 @pytest.fixture
 async def api_with_default(database_url: str) -> AsyncIterator[Scenario]:
-    service = Service(service_settings(database_url, workload_start_deadline_seconds=DEFAULT))
-    await service.start()
-    try:
-        async with httpx.AsyncClient(
-            base_url=service.url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30
-        ) as client:
-            yield Scenario(client)
-    finally:
-        await service.stop()
+    async with serving(database_url, workload_start_deadline_seconds=DEFAULT) as api:
+        yield api
 
 
 async def test_a_spec_without_a_start_deadline_gets_the_installations_default(
