@@ -191,14 +191,8 @@ async def _session_caller(
         )
     assert found.project_id is not None and found.project_name is not None
     assert found.role is not None
-    return Caller(
-        actor=f"token:{found.token_id}",
-        is_admin=False,
-        role=Role(found.role),
-        token_project_id=found.project_id,
-        project=ProjectRef(found.project_id, found.project_name),
-        token_id=found.token_id,
-        expires_at=found.expires_at,
+    return _token_caller(
+        found.token_id, found.role, found.project_id, found.project_name, found.expires_at
     )
 
 
@@ -280,14 +274,27 @@ async def authenticate_secret(
             rejected.reject(key, reason)
         raise Unauthorized(reason)
     assert found is not None
+    return _token_caller(
+        found.id, found.role, found.project_id, found.project_name, found.expires_at
+    )
+
+
+def _token_caller(
+    token_id: uuid.UUID,
+    role: str,
+    project_id: uuid.UUID,
+    project_name: str,
+    expires_at: datetime | None,
+) -> Caller:
+    """The caller a valid project token stands for."""
     return Caller(
-        actor=f"token:{found.id}",
+        actor=f"token:{token_id}",
         is_admin=False,
-        role=Role(found.role),
-        token_project_id=found.project_id,
-        project=ProjectRef(found.project_id, found.project_name),
-        token_id=found.id,
-        expires_at=found.expires_at,
+        role=Role(role),
+        token_project_id=project_id,
+        project=ProjectRef(project_id, project_name),
+        token_id=token_id,
+        expires_at=expires_at,
     )
 
 
