@@ -50,6 +50,14 @@ Quantity = Annotated[
         min_length=1, max_length=64, description="Kubernetes quantity", examples=["32", "256Gi"]
     ),
 ]
+#: Who created a resource, as its responses show it.
+CreatedBy = Annotated[
+    str,
+    msgspec.Meta(
+        description="`admin` or `token:<id>`",
+        examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
+    ),
+]
 Priority = Literal["low", "normal", "high"]
 TokenRole = Literal["viewer", "editor", "admin"]
 
