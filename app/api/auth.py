@@ -213,15 +213,7 @@ async def _session_person(
         expires_at=found.session_expires_at,
     )
     person = await person_of(sign_on, _database(connection), identity)
-    return Caller(
-        actor=person.actor,
-        is_admin=person.is_admin,
-        role=None,
-        token_project_id=None,
-        project=None,
-        expires_at=found.session_expires_at,
-        person=person,
-    )
+    return _person_caller(person, found.session_expires_at)
 
 
 async def authenticate_secret(
@@ -279,6 +271,19 @@ async def authenticate_secret(
     )
 
 
+def _person_caller(person: Person, expires_at: datetime | None) -> Caller:
+    """The caller a signed-in person stands for: their own roles, no project token's."""
+    return Caller(
+        actor=person.actor,
+        is_admin=person.is_admin,
+        role=None,
+        token_project_id=None,
+        project=None,
+        expires_at=expires_at,
+        person=person,
+    )
+
+
 def _token_caller(
     token_id: uuid.UUID,
     role: str,
@@ -312,15 +317,7 @@ async def _authenticate_person(
         if limiter is not None:
             limiter.auth_failed(address)
         raise
-    return Caller(
-        actor=person.actor,
-        is_admin=person.is_admin,
-        role=None,
-        token_project_id=None,
-        project=None,
-        expires_at=person.identity.expires_at,
-        person=person,
-    )
+    return _person_caller(person, person.identity.expires_at)
 
 
 async def _scope_person(
