@@ -561,9 +561,11 @@ LEFT JOIN LATERAL (
 ORDER BY c.change_id;
 
 -- name: changes_newest
--- The newest change number handed out (where a replica's feed starts), and the oldest change
--- still kept (a resume point before it is too old).
-SELECT (SELECT last_value FROM workload_changes_change_id_seq) AS newest,
+-- The newest change number handed out (where a replica's feed starts; 0 before the first: a
+-- sequence not yet called hands out last_value next), and the oldest change still kept (a
+-- resume point before it is too old).
+SELECT (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
+        FROM workload_changes_change_id_seq) AS newest,
        (SELECT min(change_id) FROM workload_changes) AS oldest;
 
 -- name: changes_of_project
@@ -1298,12 +1300,6 @@ WHERE s.id_sha256 = $1 AND s.expires_at > now();
 
 -- name: session_delete
 DELETE FROM dashboard_sessions WHERE id_sha256 = $1;
-
--- name: dashboard_position
--- The number of the newest change made so far (0 before the first: a sequence not yet called
--- hands out last_value next). A dashboard reads it before its first page of workloads.
-SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END AS newest
-FROM workload_changes_change_id_seq;
 
 -- name: sessions_purge_expired
 DELETE FROM dashboard_sessions WHERE expires_at <= now();

@@ -48,17 +48,17 @@ async def read_after(conn: Connection, position: int, limit: int) -> Batch:
 
 
 async def newest_and_oldest(conn: Connection) -> tuple[int, int | None]:
-    """The newest change number handed out, and the oldest change still kept (None: none)."""
+    """The newest change number handed out (0 before the first), and the oldest change still
+    kept (None: none)."""
     row = await conn.fetchrow(QUERIES["changes_newest"])
     assert row is not None
     return int(row["newest"]), row["oldest"]
 
 
 async def position(conn: Connection) -> int:
-    """The newest change made so far; 0 before the first (unlike `newest_and_oldest`, whose
-    newest is the sequence's next value until it was first called)."""
-    value = await conn.fetchval(QUERIES["dashboard_position"])
-    return int(value)
+    """The newest change made so far; 0 before the first."""
+    newest, _ = await newest_and_oldest(conn)
+    return newest
 
 
 async def of_project(
