@@ -288,65 +288,95 @@ async def get_logs(
         kube: KubeClient | None = request.app.state.get("kube")
         if kube is None:
             raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
-        pods = await _pods(kube, row)
-        if not pods:
-            raise NotFound(
-                f"Workload {name!r} has no pods for generation {row.generation} "
-                f"(state {row.state}): logs appear once its Job is admitted and its pods start."
-            )
-        if replica is not None:
-            if replica >= len(pods):
-                raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
-            pods = [pods[replica]]
-        chosen = _prefixed(pods, ranks=int(row.spec.get("nodes") or 1) > 1)
-        if rank is not None:
-            chosen = [(pod, "") for pod, label in chosen if label == f"[rank {rank}] "]
-            if not chosen:
-                raise NotFound(f"Workload {name!r} has no pod of rank {rank} yet.")
+        chosen = await _chosen_pods(kube, row, name, replica, rank)
         namespace = _identity(row).namespace
         if follow:
-            started = [
-                (str(pod["metadata"]["name"]), label) for pod, label in chosen if _started(pod)
-            ]
-            if not started:
-                raise NotFound(
-                    f"No pod of workload {name!r} has started yet (state {row.state}); follow "
-                    "its logs once it runs."
-                )
-            return Stream(
-                _counted(
-                    follows,
-                    held,
-                    _followed(
-                        kube,
-                        namespace,
-                        started,
-                        tail,
-                        since_seconds,
-                        shutdown.stopping(request.app),
-                    ),
-                ),
-                media_type="text/plain; charset=utf-8",
-                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            return _follow_stream(
+                request, follows, held, kube, row, name, namespace, chosen, tail, since_seconds
             )
-        texts = [
-            (
-                label,
-                await _pod_text(kube, namespace, str(pod["metadata"]["name"]), tail, since_seconds),
-            )
-            for pod, label in chosen
-        ]
-        if len(texts) == 1 and not texts[0][0]:
-            body = texts[0][1]
-        else:
-            body = "".join(
-                f"{label}{line}\n" for label, text in texts for line in text.splitlines()
-            )
+        body = await _joined_text(kube, namespace, chosen, tail, since_seconds)
         return Response(body, media_type="text/plain; charset=utf-8")
     except BaseException:
         if follows is not None and held is not None:
             follows.close(held)  # refused or failed before its stream began
         raise
+
+
+async def _chosen_pods(
+    kube: KubeClient, row: WorkloadRow, name: str, replica: int | None, rank: int | None
+) -> list[tuple[Manifest, str]]:
+    """The pods whose logs are shown, each with the prefix of its lines: all of them, or the
+    one `replica` or `rank` picks; 404 when there is no such pod (or none at all) yet."""
+    pods = await _pods(kube, row)
+    if not pods:
+        raise NotFound(
+            f"Workload {name!r} has no pods for generation {row.generation} "
+            f"(state {row.state}): logs appear once its Job is admitted and its pods start."
+        )
+    if replica is not None:
+        if replica >= len(pods):
+            raise NotFound(f"Workload {name!r} has no pod {replica} (it has {len(pods)}).")
+        pods = [pods[replica]]
+    chosen = _prefixed(pods, ranks=int(row.spec.get("nodes") or 1) > 1)
+    if rank is not None:
+        chosen = [(pod, "") for pod, label in chosen if label == f"[rank {rank}] "]
+        if not chosen:
+            raise NotFound(f"Workload {name!r} has no pod of rank {rank} yet.")
+    return chosen
+
+
+def _follow_stream(
+    request: Request[Any, Any, Any],
+    follows: Follows | None,
+    held: OpenFollow | None,
+    kube: KubeClient,
+    row: WorkloadRow,
+    name: str,
+    namespace: str,
+    chosen: list[tuple[Manifest, str]],
+    tail: int,
+    since_seconds: int | None,
+) -> Stream:
+    """`follow=true`: the chosen pods that have started, streamed line by line (counted against
+    the follow limits) until their containers end; 404 while none has started."""
+    started = [(str(pod["metadata"]["name"]), label) for pod, label in chosen if _started(pod)]
+    if not started:
+        raise NotFound(
+            f"No pod of workload {name!r} has started yet (state {row.state}); follow "
+            "its logs once it runs."
+        )
+    return Stream(
+        _counted(
+            follows,
+            held,
+            _followed(
+                kube, namespace, started, tail, since_seconds, shutdown.stopping(request.app)
+            ),
+        ),
+        media_type="text/plain; charset=utf-8",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _joined_text(
+    kube: KubeClient,
+    namespace: str,
+    chosen: list[tuple[Manifest, str]],
+    tail: int,
+    since_seconds: int | None,
+) -> str:
+    """The chosen pods' last lines as one text: a single unprefixed pod's as it is, otherwise
+    every line with its pod's prefix."""
+    texts = [
+        (
+            label,
+            await _pod_text(kube, namespace, str(pod["metadata"]["name"]), tail, since_seconds),
+        )
+        for pod, label in chosen
+    ]
+    if len(texts) == 1 and not texts[0][0]:
+        return texts[0][1]
+    return "".join(f"{label}{line}\n" for label, text in texts for line in text.splitlines())
 
 
 ROUTES = [get_logs, get_manifest]
