@@ -33,6 +33,7 @@ from app.store import sessions as session_store
 from app.store.sessions import SessionPerson
 
 if TYPE_CHECKING:
+    from app.identity.verifier import Identity
     from app.store.db import Database
 
 START = "/sign-in/sso"
@@ -110,39 +111,70 @@ async def start(request: Request[Any, Any, Any]) -> Response[Any] | Redirect:
     return response
 
 
+class _Refused(Exception):
+    """A sign-in that ends on the sign-in page with `message` beside the button, as `status`."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
 @get(CALLBACK, include_in_schema=False)
 async def callback(request: Request[Any, Any, Any]) -> Response[Any]:
     """Finish the sign-in: check state, redeem the code, verify, open the session."""
     cleared = _attempt_cookie(request, "", 0)
+    try:
+        sign_on = sign_on_of(request)
+        if sign_on is None:
+            raise _Refused("This installation has no single sign-on: use an API token.", 404)
+        attempt, code = _checked_redirect(request)
+        db: Database = request.app.state["db"]
+        checked = await _verified_person(request, sign_on, db, attempt, code)
+    except _Refused as refused:
+        return sign_in_page(
+            request, status=refused.status, sso_error=refused.message, cookies=[cleared]
+        )
+    return await _signed_in(request, db, checked, cleared)
 
-    def refused(message: str, status: int) -> Response[Any]:
-        return sign_in_page(request, status=status, sso_error=message, cookies=[cleared])
 
-    sign_on = sign_on_of(request)
-    if sign_on is None:
-        return refused("This installation has no single sign-on: use an API token.", 404)
+def _checked_redirect(request: Request[Any, Any, Any]) -> tuple[code_flow.Attempt, str]:
+    """The attempt this browser started and the authorization code the provider sent back;
+    400 when the provider refused, the attempt is missing or stale, `state` does not match,
+    or there is no code."""
     query = request.query_params
     attempt = code_flow.Attempt.decode(request.cookies.get(ATTEMPT_COOKIE))
     error = query.get("error")
     if error is not None:
         said = (query.get("error_description") or error)[:200]
-        return refused(f"The identity provider did not sign you in: {said}.", 400)
+        raise _Refused(f"The identity provider did not sign you in: {said}.", 400)
     if attempt is None:
-        return refused(
+        raise _Refused(
             "This sign-in was not started in this browser, or took longer than "
             f"{ATTEMPT_SECONDS // 60} minutes. Sign in again.",
             400,
         )
     if not attempt.matches(query.get("state")):
-        return refused(
+        raise _Refused(
             "This sign-in does not match the one this browser started (state mismatch). "
             "Sign in again.",
             400,
         )
     code = query.get("code")
     if not code or len(code) > 4096:
-        return refused("The identity provider sent no authorization code. Sign in again.", 400)
-    db: Database = request.app.state["db"]
+        raise _Refused("The identity provider sent no authorization code. Sign in again.", 400)
+    return attempt, code
+
+
+async def _verified_person(
+    request: Request[Any, Any, Any],
+    sign_on: SignOn,
+    db: Database,
+    attempt: code_flow.Attempt,
+    code: str,
+) -> Identity:
+    """The code redeemed, and the person its access token names, verified as the API verifies
+    a bearer token and holding some role; 401, 403 or 503 (provider unreachable) otherwise."""
     try:
         identity, access_token = await code_flow.exchange(
             sign_on.verifier,
@@ -158,11 +190,18 @@ async def callback(request: Request[Any, Any, Any]) -> Response[Any]:
         person = await person_of(sign_on, db, checked)
         person.require_some_role()
     except Unauthorized as exc:
-        return refused(exc.detail, 401)
+        raise _Refused(exc.detail, 401) from exc
     except Forbidden as exc:
-        return refused(exc.detail, 403)
+        raise _Refused(exc.detail, 403) from exc
     except ServiceUnavailable as exc:
-        return refused(exc.detail, 503)
+        raise _Refused(exc.detail, 503) from exc
+    return checked
+
+
+async def _signed_in(
+    request: Request[Any, Any, Any], db: Database, checked: Identity, cleared: Cookie
+) -> Response[Any]:
+    """The person's dashboard session opened, and the page that moves on to the dashboard."""
     opened = await session_store.open_session(
         db,
         token_id=None,
