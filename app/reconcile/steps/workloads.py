@@ -205,38 +205,49 @@ class WorkloadStep:
         except Invalid as exc:
             return await self._rejected(fence, row, identity, exc)
         except (NotFound, Forbidden) as exc:
-            # The namespace went (or is going) between its check and the create: deleted
-            # outside aicp. Its DELETED event wakes the project step, which re-creates it.
             if isinstance(exc, Forbidden) and TERMINATING_NAMESPACE not in exc.message:
                 raise  # RBAC, not the namespace
-            log.warning(
-                "workload %s/%s: Job %s not created, namespace %s is gone: %s",
-                row.project,
-                row.name,
-                identity.job_name,
-                identity.namespace,
-                exc.message,
-            )
-            return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
+            return _namespace_gone_at_create(row, identity, exc)
         except Conflict:
             # It exists after all (created by a predecessor whose answer was lost, or by a
             # peer): adopt it, never overwrite it.
             existing = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
             if existing is None:
                 raise
-            if (manager := foreign_owner(existing, {UID_LABEL: str(row.id)})) is not None:
-                return await self._refused(fence, row, identity, manager)
-            log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
-            return await self._observe(fence, row, spec, existing)
+            return await self._adopt(fence, row, spec, identity, existing)
         if spec.distributed:
             await ensure_service(ctx, fence, row, spec, identity, created, first=True)
+        return await self._record_created(fence, row, spec, identity, created, recreated, lost)
+
+    async def _adopt(
+        self,
+        fence: Fence,
+        row: WorkloadRow,
+        spec: WorkloadSpec,
+        identity: JobIdentity,
+        existing: Manifest,
+    ) -> Result:
+        """A Job of this name that already exists: observed as ours, unless another manager
+        owns it (then refused)."""
+        if (manager := foreign_owner(existing, {UID_LABEL: str(row.id)})) is not None:
+            return await self._refused(fence, row, identity, manager)
+        log.info("workload %s/%s: adopting Job %s", row.project, row.name, identity.job_name)
+        return await self._observe(fence, row, spec, existing)
+
+    async def _record_created(
+        self,
+        fence: Fence,
+        row: WorkloadRow,
+        spec: WorkloadSpec,
+        identity: JobIdentity,
+        created: Manifest,
+        recreated: bool,
+        lost: bool,
+    ) -> Result:
+        """The new Job's state written with the event that says why it was created (first,
+        next attempt, or re-created after drift), and its time to creation measured."""
+        ctx = self.ctx
         classification = observe(ctx, row, spec, created)
-        if recreated and restarted(row):
-            event = next_attempt_created(identity, previous_attempts(row) + 1)
-        elif recreated:
-            event = drift.recreated_event(row, identity.job_name, previous_attempts(row), lost=lost)
-        else:
-            event = job_created(identity, row.generation)
         written = await ctx.write_status(
             fence,
             subject_of(row),
@@ -244,7 +255,7 @@ class WorkloadStep:
             state=classification.state,
             reason=classification.reason,
             observed=current_facts(row, classification.evidence),
-            events=[event],
+            events=[_created_event(row, identity, recreated, lost)],
         )
         if written.written and not recreated and written.age_seconds is not None:
             TIME_TO_JOB_CREATED.observe(written.age_seconds)
@@ -441,6 +452,32 @@ def _had_job(row: WorkloadRow, identity: JobIdentity) -> bool:
     """Whether the row records this generation's Job (so its absence is a loss, not a start)."""
     recorded_job = (row.observed.get("job") or {}).get("name")
     return row.observed_generation == row.generation and recorded_job == identity.job_name
+
+
+def _namespace_gone_at_create(
+    row: WorkloadRow, identity: JobIdentity, exc: NotFound | Forbidden
+) -> Result:
+    """The namespace went (or is going) between its check and the create: deleted outside
+    aicp. Its DELETED event wakes the project step, which re-creates it; look again later."""
+    log.warning(
+        "workload %s/%s: Job %s not created, namespace %s is gone: %s",
+        row.project,
+        row.name,
+        identity.job_name,
+        identity.namespace,
+        exc.message,
+    )
+    return Result.requeue(WAIT_FOR_QUEUES_SECONDS)
+
+
+def _created_event(row: WorkloadRow, identity: JobIdentity, recreated: bool, lost: bool) -> Event:
+    """Why the Job was created: a restart's next attempt, a re-creation after someone deleted
+    it (`lost`: before its evidence was recorded), or the generation's first Job."""
+    if recreated and restarted(row):
+        return next_attempt_created(identity, previous_attempts(row) + 1)
+    if recreated:
+        return drift.recreated_event(row, identity.job_name, previous_attempts(row), lost=lost)
+    return job_created(identity, row.generation)
 
 
 def _of_generation(job: Manifest, generation: int) -> bool:
