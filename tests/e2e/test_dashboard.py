@@ -24,6 +24,7 @@ from tests.support.browser import (
 )
 from tests.support.scenario import PROJECT
 from tests.support.service import RunningService
+from tests.support.waiting import wait_until
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -243,3 +244,28 @@ async def test_session_cookie_is_httponly_strict_and_writes_need_the_csrf_header
         out = await client.post("/sign-out", data={"csrf": csrf})
         assert out.status_code == 303
         assert (await client.get(f"/api/v1/projects/{PROJECT}/workloads")).status_code == 401
+
+
+async def test_pool_cards_show_cpu_and_memory_in_use_beside_the_gpus(
+    browser: Any, running_service: RunningService
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=16)
+    await scenario.start_running("busy", cpu="8", memory="64Gi")
+
+    async def counted() -> bool:
+        usage = (await scenario.pool())["status"]["usage"]
+        return bool(usage["cpu_admitted"] == "8" and usage["memory_admitted"] == str(64 * 2**30))
+
+    await wait_until(counted, timeout=30, message="Kueue's cpu and memory in use on the pool")
+    token = await scenario.token("viewer", name="carol")
+    page = await new_page(browser)
+    await sign_in(page, running_service.url, token)
+    await expect(page).to_have_url(f"{running_service.url}/projects/{PROJECT}")
+
+    card = page.locator("article.pool")
+    await expect(card.get_by_label("GPUs in use: 8 of 16")).to_have_attribute("value", "8")
+    await expect(card.get_by_label("cpu in use: 8 of 256")).to_have_attribute("value", "8")
+    memory = card.get_by_label("Memory in use: 64Gi of 2048Gi")
+    await expect(memory).to_have_attribute("max", str(2 * 2**40))
+    await no_serious_violations(page)

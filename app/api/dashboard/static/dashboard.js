@@ -82,22 +82,50 @@ function gpus(workload) {
 // ---------------------------------------------------------------------------------------------
 // Project view: pools, and the workloads table kept live by the change feed's deltas.
 
+// A Kubernetes quantity ("500m", "16Gi", "2Ti", "1e3") as a number; null when unreadable.
+const QUANTITY_SUFFIXES = {
+  "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+};
+
+function quantity(text) {
+  const match = /^([0-9.]+(?:[eE][-+]?[0-9]+)?)([a-zA-Z]*)$/.exec(String(text ?? "").trim());
+  if (!match || !(match[2] in QUANTITY_SUFFIXES)) return null;
+  return Number(match[1]) * QUANTITY_SUFFIXES[match[2]];
+}
+
+function cores(value) {
+  return String(Math.round(value * 1000) / 1000);
+}
+
+function gibibytes(value) {
+  return `${Math.round((value / 2 ** 30) * 10) / 10}Gi`;
+}
+
+// One labelled bar: what admitted workloads hold against the pool's quota.
+function quotaBar(id, label, used, total, show) {
+  return [
+    el("label", { for: id, text: `${label} in use: ${show(used)} of ${show(total)}` }),
+    el("meter", { id, min: 0, max: total > 0 ? total : 1, value: Math.min(used, Math.max(total, 0)) }),
+  ];
+}
+
 function poolCard(pool) {
   const quota = pool.quota || {};
   const usage = pool.status?.usage || {};
-  const total = quota.accelerators || 0;
-  const used = usage.accelerators_admitted || 0;
   const id = `pool-${pool.name}`;
+  const cpuQuota = quantity(quota.cpu) ?? 0;
+  const memoryQuota = quantity(quota.memory) ?? 0;
   return el(
     "article",
     { class: "pool card", "aria-labelledby": id },
     el("h3", { id, text: pool.name }),
     el("p", { class: "muted", text: `${pool.accelerator_class} · ${pool.status?.state ?? ""}` }),
-    el("label", { for: `${id}-bar`, text: `GPUs in use: ${used} of ${total}` }),
-    el("meter", { id: `${id}-bar`, min: 0, max: Math.max(total, 1), value: used }),
+    ...quotaBar(`${id}-bar`, "GPUs", usage.accelerators_admitted || 0, quota.accelerators || 0, String),
+    ...quotaBar(`${id}-cpu`, "cpu", quantity(usage.cpu_admitted) ?? 0, cpuQuota, cores),
+    ...quotaBar(`${id}-memory`, "Memory", quantity(usage.memory_admitted) ?? 0, memoryQuota, gibibytes),
     el("p", {
-      text: `cpu ${quota.cpu ?? "-"} · memory ${quota.memory ?? "-"} · ` +
-        `${usage.workloads_admitted ?? 0} admitted · ${usage.workloads_pending ?? 0} waiting`,
+      text: `${usage.workloads_admitted ?? 0} admitted · ${usage.workloads_pending ?? 0} waiting`,
     }),
   );
 }
