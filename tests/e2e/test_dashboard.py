@@ -269,3 +269,33 @@ async def test_pool_cards_show_cpu_and_memory_in_use_beside_the_gpus(
     memory = card.get_by_label("Memory in use: 64Gi of 2048Gi")
     await expect(memory).to_have_attribute("max", str(2 * 2**40))
     await no_serious_violations(page)
+
+
+async def test_the_name_filter_asks_the_server_and_keeps_to_live_changes(
+    browser: Any, running_service: RunningService
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=16)
+    for name in ("train-a", "eval-a", "pretrain-b"):
+        await scenario.submit(name, accelerators=0)
+    token = await scenario.token("viewer", name="dora")
+    page = await new_page(browser)
+    await sign_in(page, running_service.url, token)
+    await expect(page.locator("#live-status")).to_contain_text("Live")
+    rows = page.locator("#workloads tbody tr")
+    await expect(rows).to_have_count(3)
+
+    async with page.expect_request(lambda r: "name_contains=TRAIN" in r.url):
+        await page.get_by_label("Name contains").fill("TRAIN")
+    await expect(rows).to_have_count(2)
+    await expect(page.locator("#live-status")).to_contain_text("Live")
+    await scenario.submit("eval-b", accelerators=0)
+    await scenario.submit("train-c", accelerators=0)
+    await expect(page.locator('tr[data-name="train-c"]')).to_have_count(1)
+    names = await page.locator("#workloads tbody tr th").all_inner_texts()
+    assert names == ["train-c", "pretrain-b", "train-a"]
+
+    await page.get_by_label("Name contains").fill("50%_off")
+    await expect(page.locator("#empty")).to_be_visible()
+    await expect(rows).to_have_count(0)
+    await no_serious_violations(page)

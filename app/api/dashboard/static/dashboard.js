@@ -179,11 +179,6 @@ async function projectView() {
     return row;
   }
 
-  function textMatches(name) {
-    const text = filters.elements.text.value.trim().toLowerCase();
-    return !text || name.toLowerCase().includes(text);
-  }
-
   function showEmpty() {
     const visible = [...rows.values()].some((r) => !r.hidden);
     empty.hidden = visible;
@@ -206,7 +201,6 @@ async function projectView() {
       fill(row, w);
     } else {
       const added = newRow(w);
-      added.hidden = !textMatches(w.name);
       tbody.prepend(added);
       rows.set(w.name, added);
       trim();
@@ -218,6 +212,9 @@ async function projectView() {
     const params = new URLSearchParams();
     if (filters.elements.state.value) params.set("state", filters.elements.state.value);
     if (filters.elements.compute_pool.value) params.set("compute_pool", filters.elements.compute_pool.value);
+    // Filtered by the server (the list and the live stream alike), 40 characters at most.
+    const text = filters.elements.name_contains.value.trim().slice(0, 40);
+    if (text) params.set("name_contains", text);
     return params;
   }
 
@@ -229,7 +226,6 @@ async function projectView() {
     for (const w of page.items) {
       if (rows.has(w.name)) continue;
       const row = newRow(w);
-      row.hidden = !textMatches(w.name);
       tbody.append(row);
       rows.set(w.name, row);
     }
@@ -285,9 +281,10 @@ async function projectView() {
   filters.addEventListener("submit", (event) => { event.preventDefault(); });
   filters.elements.state.addEventListener("change", reload);
   poolSelect.addEventListener("change", reload);
-  filters.elements.text.addEventListener("input", () => {
-    for (const [name, row] of rows) row.hidden = !textMatches(name);
-    showEmpty();
+  let typing = null; // a new list once typing pauses, not one per key
+  filters.elements.name_contains.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(reload, 250);
   });
   setInterval(() => {
     for (const cell of tbody.querySelectorAll("td[data-created]")) cell.textContent = age(cell.dataset.created);
