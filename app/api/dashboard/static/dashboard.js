@@ -37,20 +37,23 @@ class ApiError extends Error {
   }
 }
 
-async function api(path, { method = "GET", json, headers = {}, signal } = {}) {
+async function api(path, { method = "GET", json, text, headers = {}, signal } = {}) {
   const init = { method, headers: { Accept: "application/json", ...headers }, signal };
   if (method !== "GET" && method !== "HEAD") init.headers["X-CSRF-Token"] = csrf;
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);
+  } else if (text !== undefined) {
+    init.headers["Content-Type"] = "text/plain; charset=utf-8";
+    init.body = text;
   }
   const response = await fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
   if (response.status === 401) {
     window.location.assign("/sign-in");
     throw new ApiError(401, { detail: "Signed out." });
   }
-  const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
+  const answer = await response.text();
+  const data = answer ? JSON.parse(answer) : null;
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -566,7 +569,8 @@ function problemList(error) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Submit: the common fields plus a JSON object for the rest; the server validates.
+// Submit: the common fields plus a JSON object for the rest, or a whole spec as YAML or JSON;
+// the server validates.
 
 function clearErrors(form) {
   for (const node of form.querySelectorAll(".field-error")) node.textContent = "";
@@ -636,6 +640,41 @@ async function submitView() {
       formErrors.textContent = [error.message, ...general].join(" ");
       const first = form.querySelector("[aria-invalid]");
       if (first) first.focus();
+    }
+  });
+  specEditor(project);
+}
+
+// A whole spec pasted as YAML or JSON: the server reads it (POST /projects/{p}/spec-text), then
+// it is submitted to the API like the form's fields, so the API's validation is the only one.
+function specEditor(project) {
+  const form = document.getElementById("submit-spec");
+  const area = form.elements.spec;
+  const errors = document.getElementById("e-spec");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    errors.replaceChildren();
+    area.removeAttribute("aria-invalid");
+    let spec;
+    try {
+      ({ spec } = await api(`/projects/${enc(project)}/spec-text`, { method: "POST", text: area.value }));
+    } catch (error) {
+      // Not YAML or JSON (or not a mapping): the server's one sentence says where and why.
+      errors.replaceChildren(el("p", { text: error.message }));
+      area.setAttribute("aria-invalid", "true");
+      area.focus();
+      return;
+    }
+    try {
+      const created = await api(`projects/${enc(project)}/workloads`, {
+        method: "POST", json: spec, headers: { "Idempotency-Key": crypto.randomUUID() } });
+      window.location.assign(`/projects/${enc(project)}/workloads/${enc(created.name)}`);
+    } catch (error) {
+      // The API's problem: its sentence, then each invalid field with what is wrong with it.
+      const items = (error.problem?.errors || []).map((e) => el("li", { text: `${e.field}: ${e.message}` }));
+      errors.replaceChildren(el("p", { text: error.message }), items.length ? el("ul", {}, ...items) : "");
+      area.setAttribute("aria-invalid", "true");
+      area.focus();
     }
   });
 }
