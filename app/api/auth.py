@@ -191,14 +191,8 @@ async def _session_caller(
         )
     assert found.project_id is not None and found.project_name is not None
     assert found.role is not None
-    return Caller(
-        actor=f"token:{found.token_id}",
-        is_admin=False,
-        role=Role(found.role),
-        token_project_id=found.project_id,
-        project=ProjectRef(found.project_id, found.project_name),
-        token_id=found.token_id,
-        expires_at=found.expires_at,
+    return _token_caller(
+        found.token_id, found.role, found.project_id, found.project_name, found.expires_at
     )
 
 
@@ -219,15 +213,7 @@ async def _session_person(
         expires_at=found.session_expires_at,
     )
     person = await person_of(sign_on, _database(connection), identity)
-    return Caller(
-        actor=person.actor,
-        is_admin=person.is_admin,
-        role=None,
-        token_project_id=None,
-        project=None,
-        expires_at=found.session_expires_at,
-        person=person,
-    )
+    return _person_caller(person, found.session_expires_at)
 
 
 async def authenticate_secret(
@@ -280,14 +266,40 @@ async def authenticate_secret(
             rejected.reject(key, reason)
         raise Unauthorized(reason)
     assert found is not None
+    return _token_caller(
+        found.id, found.role, found.project_id, found.project_name, found.expires_at
+    )
+
+
+def _person_caller(person: Person, expires_at: datetime | None) -> Caller:
+    """The caller a signed-in person stands for: their own roles, no project token's."""
     return Caller(
-        actor=f"token:{found.id}",
+        actor=person.actor,
+        is_admin=person.is_admin,
+        role=None,
+        token_project_id=None,
+        project=None,
+        expires_at=expires_at,
+        person=person,
+    )
+
+
+def _token_caller(
+    token_id: uuid.UUID,
+    role: str,
+    project_id: uuid.UUID,
+    project_name: str,
+    expires_at: datetime | None,
+) -> Caller:
+    """The caller a valid project token stands for."""
+    return Caller(
+        actor=f"token:{token_id}",
         is_admin=False,
-        role=Role(found.role),
-        token_project_id=found.project_id,
-        project=ProjectRef(found.project_id, found.project_name),
-        token_id=found.id,
-        expires_at=found.expires_at,
+        role=Role(role),
+        token_project_id=project_id,
+        project=ProjectRef(project_id, project_name),
+        token_id=token_id,
+        expires_at=expires_at,
     )
 
 
@@ -305,15 +317,7 @@ async def _authenticate_person(
         if limiter is not None:
             limiter.auth_failed(address)
         raise
-    return Caller(
-        actor=person.actor,
-        is_admin=person.is_admin,
-        role=None,
-        token_project_id=None,
-        project=None,
-        expires_at=person.identity.expires_at,
-        person=person,
-    )
+    return _person_caller(person, person.identity.expires_at)
 
 
 async def _scope_person(

@@ -14,7 +14,6 @@ from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
 from app.domain.dry_runs import ProjectDryRun
-from app.domain.errors import FieldError, ValidationFailed
 from app.domain.naming import namespace_for, reserved_project_problem
 from app.domain.render import namespace_owner_labels
 from app.domain.resources import Project, ProjectList
@@ -78,8 +77,7 @@ async def create_project(
         *check_labels("labels", data.labels),
         *check_limits("limits", data.limits),
     ]
-    if violations:
-        raise ValidationFailed([FieldError(field, message) for field, message in violations])
+    raise_violations(violations)
 
     async def create(conn: Connection) -> Created:
         project = await projects.create(

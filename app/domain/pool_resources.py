@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import msgspec
 
 from app.domain import naming
-from app.domain.specs import Quota
+from app.domain.specs import CreatedBy, Quota
 from app.domain.states import ResourceState
 
 if TYPE_CHECKING:
@@ -108,13 +108,7 @@ class PoolResource(msgspec.Struct, kw_only=True):
     ]
     created_at: datetime
     updated_at: datetime
-    created_by: Annotated[
-        str,
-        msgspec.Meta(
-            description="`admin` or `token:<id>`",
-            examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
-        ),
-    ]
+    created_by: CreatedBy
     status: PoolStatus
 
 

@@ -28,50 +28,34 @@ MAX_START_DEADLINE_SECONDS = 30 * 86400
 #: The most ranks (pods) of one distributed workload.
 MAX_NODES = 64
 
-ProjectName = Annotated[
-    str,
-    msgspec.Meta(
+
+def _name(max_length: int, description: str, example: str) -> msgspec.Meta:
+    """The constraints of a DNS-1123 label name of at most `max_length` characters."""
+    return msgspec.Meta(
         pattern=NAME_PATTERN,
         min_length=1,
-        max_length=30,
-        description="DNS-1123 label, at most 30 characters",
-        examples=["research"],
-    ),
-]
-PoolName = Annotated[
-    str,
-    msgspec.Meta(
-        pattern=NAME_PATTERN,
-        min_length=1,
-        max_length=30,
-        description="DNS-1123 label, at most 30 characters",
-        examples=["h100-pool"],
-    ),
-]
-WorkloadName = Annotated[
-    str,
-    msgspec.Meta(
-        pattern=NAME_PATTERN,
-        min_length=1,
-        max_length=40,
-        description="DNS-1123 label, at most 40 characters",
-        examples=["train-7b"],
-    ),
-]
-AcceleratorClass = Annotated[
-    str,
-    msgspec.Meta(
-        pattern=NAME_PATTERN,
-        min_length=1,
-        max_length=63,
-        description="portable accelerator class",
-        examples=["h100-80g"],
-    ),
-]
+        max_length=max_length,
+        description=description,
+        examples=[example],
+    )
+
+
+ProjectName = Annotated[str, _name(30, "DNS-1123 label, at most 30 characters", "research")]
+PoolName = Annotated[str, _name(30, "DNS-1123 label, at most 30 characters", "h100-pool")]
+WorkloadName = Annotated[str, _name(40, "DNS-1123 label, at most 40 characters", "train-7b")]
+AcceleratorClass = Annotated[str, _name(63, "portable accelerator class", "h100-80g")]
 Quantity = Annotated[
     str,
     msgspec.Meta(
         min_length=1, max_length=64, description="Kubernetes quantity", examples=["32", "256Gi"]
+    ),
+]
+#: Who created a resource, as its responses show it.
+CreatedBy = Annotated[
+    str,
+    msgspec.Meta(
+        description="`admin` or `token:<id>`",
+        examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
     ),
 ]
 Priority = Literal["low", "normal", "high"]

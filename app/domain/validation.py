@@ -89,34 +89,54 @@ def check_plain_text(field: str, text: str | None) -> list[Violation]:
     return [(field, problem)] if problem else []
 
 
-def check_cpu(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
-    """A cpu amount: a Kubernetes quantity in whole millicores, at most `MAX_CPU`."""
+def _check_amount(
+    field: str,
+    text: str,
+    *,
+    allow_zero: bool,
+    most: Decimal,
+    most_text: str,
+    whole: Callable[[Decimal], bool],
+    not_whole: str,
+) -> list[Violation]:
+    """A Kubernetes quantity, above 0 unless `allow_zero`, at most `most`, and `whole`."""
     try:
         value = parse_quantity(text)
     except QuantityError as exc:
         return [(field, str(exc))]
     if value == 0 and not allow_zero:
         return [(field, "must be greater than 0")]
-    if value > MAX_CPU:
-        return [(field, f"must be at most {MAX_CPU_TEXT} ({MAX_CPU:,} cores)")]
-    if value % _MILLI != 0:
-        return [(field, "must be a whole number of millicores (at least 1m)")]
+    if value > most:
+        return [(field, f"must be at most {most_text}")]
+    if not whole(value):
+        return [(field, not_whole)]
     return []
+
+
+def check_cpu(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
+    """A cpu amount: a Kubernetes quantity in whole millicores, at most `MAX_CPU`."""
+    return _check_amount(
+        field,
+        text,
+        allow_zero=allow_zero,
+        most=MAX_CPU,
+        most_text=f"{MAX_CPU_TEXT} ({MAX_CPU:,} cores)",
+        whole=lambda value: value % _MILLI == 0,
+        not_whole="must be a whole number of millicores (at least 1m)",
+    )
 
 
 def check_memory(field: str, text: str, *, allow_zero: bool) -> list[Violation]:
     """A memory amount: a Kubernetes quantity of whole bytes, at most `MAX_MEMORY`."""
-    try:
-        value = parse_quantity(text)
-    except QuantityError as exc:
-        return [(field, str(exc))]
-    if value == 0 and not allow_zero:
-        return [(field, "must be greater than 0")]
-    if value > MAX_MEMORY:
-        return [(field, f"must be at most {MAX_MEMORY_TEXT} ({MAX_MEMORY:,} bytes)")]
-    if value != value.to_integral_value():
-        return [(field, "must be a whole number of bytes")]
-    return []
+    return _check_amount(
+        field,
+        text,
+        allow_zero=allow_zero,
+        most=MAX_MEMORY,
+        most_text=f"{MAX_MEMORY_TEXT} ({MAX_MEMORY:,} bytes)",
+        whole=lambda value: value == value.to_integral_value(),
+        not_whole="must be a whole number of bytes",
+    )
 
 
 def check_env(field: str, env: Mapping[str, str]) -> list[Violation]:

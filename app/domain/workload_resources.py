@@ -27,7 +27,7 @@ import msgspec
 
 from app.domain.events import EventReason, EventType
 from app.domain.planning.standing import QueueStanding, queued_sentence
-from app.domain.specs import WorkloadSpec
+from app.domain.specs import CreatedBy, WorkloadSpec
 from app.domain.states import WorkloadState
 
 if TYPE_CHECKING:
@@ -153,13 +153,7 @@ class WorkloadResource(msgspec.Struct, kw_only=True):
     spec: WorkloadSpec
     created_at: datetime
     updated_at: datetime
-    created_by: Annotated[
-        str,
-        msgspec.Meta(
-            description="`admin` or `token:<id>`",
-            examples=["token:6c1f0f1e-6b8e-4b53-9d7a-0d3b3f1e9a10"],
-        ),
-    ]
+    created_by: CreatedBy
     status: WorkloadStatus
 
 

@@ -20,6 +20,22 @@ if TYPE_CHECKING:
     from app.store.db import Connection
 
 
+async def _record(
+    conn: Connection, accelerator_class: str, type: EventType, message: str, actor: str
+) -> None:
+    """The binding's event: platform-wide (no project), keyed by its class."""
+    await record_event(
+        conn,
+        project_id=None,
+        kind="binding",
+        resource_id=binding_resource_id(accelerator_class),
+        resource_name=accelerator_class,
+        type=type,
+        message=message,
+        actor=actor,
+    )
+
+
 def binding_from_row(row: asyncpg.Record) -> Binding:
     return Binding(
         accelerator_class=row["accelerator_class"],
@@ -75,18 +91,13 @@ async def put(
     )
     assert row is not None
     created = bool(row["inserted"])
-    await record_event(
+    await _record(
         conn,
-        project_id=None,
-        kind="binding",
-        resource_id=binding_resource_id(accelerator_class),
-        resource_name=accelerator_class,
-        type=EventType.CREATED if created else EventType.SPEC_UPDATED,
-        message=(
-            f"Accelerator binding {accelerator_class} {'created' if created else 'replaced'}: "
-            f"{spec.resource_name}, flavor {spec.flavor}."
-        ),
-        actor=actor,
+        accelerator_class,
+        EventType.CREATED if created else EventType.SPEC_UPDATED,
+        f"Accelerator binding {accelerator_class} {'created' if created else 'replaced'}: "
+        f"{spec.resource_name}, flavor {spec.flavor}.",
+        actor,
     )
     if not created:
         await conn.execute(QUERIES["ring_pools_of_binding"], accelerator_class)
@@ -161,13 +172,10 @@ async def delete(conn: Connection, *, accelerator_class: str, actor: str) -> Non
             f"Accelerator binding {accelerator_class!r} is used by {', '.join(references)}.",
         )
     await conn.execute(QUERIES["delete_binding"], accelerator_class)
-    await record_event(
+    await _record(
         conn,
-        project_id=None,
-        kind="binding",
-        resource_id=binding_resource_id(accelerator_class),
-        resource_name=accelerator_class,
-        type=EventType.DELETED,
-        message=f"Accelerator binding {accelerator_class} deleted.",
-        actor=actor,
+        accelerator_class,
+        EventType.DELETED,
+        f"Accelerator binding {accelerator_class} deleted.",
+        actor,
     )

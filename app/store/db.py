@@ -24,7 +24,7 @@ from app.domain.errors import StoreUnavailable, UnstorableText
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
     from asyncpg.pool import PoolConnectionProxy
 
@@ -87,6 +87,21 @@ _UNSTORABLE_TEXT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.CharacterNotInRepertoireError,
     asyncpg.UntranslatableCharacterError,
 )
+
+
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """A statement's failure as the caller should see it: `StoreUnavailable` when the database
+    is unavailable, `UnstorableText` for text it cannot store; anything else as raised."""
+    try:
+        yield
+    except _MAYBE_UNAVAILABLE as exc:
+        if not is_unavailable(exc):
+            raise
+        raise StoreUnavailable() from exc
+    except _UNSTORABLE_TEXT_ERRORS as exc:
+        raise UnstorableText() from exc
+
 
 log = logging.getLogger(__name__)
 
@@ -228,14 +243,9 @@ class Database:
         """One connection, in one transaction, committed when the block exits normally."""
         conn = await self._acquire()
         try:
-            async with conn.transaction():
-                yield conn
-        except _MAYBE_UNAVAILABLE as exc:
-            if not is_unavailable(exc):
-                raise
-            raise StoreUnavailable() from exc
-        except _UNSTORABLE_TEXT_ERRORS as exc:
-            raise UnstorableText() from exc
+            with _store_errors():
+                async with conn.transaction():
+                    yield conn
         finally:
             await self._release(conn)
 
@@ -244,13 +254,8 @@ class Database:
         """One connection in autocommit mode, for single-statement reads."""
         conn = await self._acquire()
         try:
-            yield conn
-        except _MAYBE_UNAVAILABLE as exc:
-            if not is_unavailable(exc):
-                raise
-            raise StoreUnavailable() from exc
-        except _UNSTORABLE_TEXT_ERRORS as exc:
-            raise UnstorableText() from exc
+            with _store_errors():
+                yield conn
         finally:
             await self._release(conn)
 

@@ -57,6 +57,33 @@ def project_from_row(row: asyncpg.Record) -> Project:
     )
 
 
+async def _recorded(
+    conn: Connection,
+    row: asyncpg.Record,
+    *,
+    project_id: uuid.UUID,
+    name: str,
+    type: EventType,
+    message: str,
+    actor: str,
+) -> Project:
+    """After a change to the project: its event at the row's generation, its doorbell, and the
+    project as the row now holds it."""
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind="project",
+        resource_id=project_id,
+        resource_name=name,
+        type=type,
+        message=message,
+        actor=actor,
+        generation=row["generation"],
+    )
+    await ring_doorbell(conn, "project", project_id)
+    return project_from_row(row)
+
+
 async def create(
     conn: Connection,
     *,
@@ -86,19 +113,15 @@ async def create(
         holder = await conn.fetchrow(QUERIES["project_by_name"], name)
         deleting = holder is not None and holder["deletion_requested_at"] is not None
         raise name_taken("Project", name, being_deleted=deleting)
-    await record_event(
+    return await _recorded(
         conn,
+        row,
         project_id=project_id,
-        kind="project",
-        resource_id=project_id,
-        resource_name=name,
+        name=name,
         type=EventType.ACCEPTED,
         message=f"Project {name} created with {describe(limits)}.",
         actor=actor,
-        generation=row["generation"],
     )
-    await ring_doorbell(conn, "project", project_id)
-    return project_from_row(row)
 
 
 async def get(conn: Connection, name: str) -> Project:
@@ -181,20 +204,16 @@ async def set_limits(
     spec = {**(locked["spec"] or {}), "limits": stored}
     row = await conn.fetchrow(QUERIES["set_project_limits"], project_id, stored, spec)
     assert row is not None  # the row is locked: it is still there
-    await record_event(
+    return await _recorded(
         conn,
+        row,
         project_id=project_id,
-        kind="project",
-        resource_id=project_id,
-        resource_name=name,
+        name=name,
         type=EventType.SPEC_UPDATED,
         message=f"Limits of project {name} set to {describe(limits)} at generation "
         f"{row['generation']}.",
         actor=actor,
-        generation=row["generation"],
     )
-    await ring_doorbell(conn, "project", project_id)
-    return project_from_row(row)
 
 
 async def request_deletion(
@@ -224,16 +243,12 @@ async def request_deletion(
     row = await conn.fetchrow(QUERIES["request_project_deletion"], project_id, reason)
     if row is None:
         return await get(conn, name)
-    await record_event(
+    return await _recorded(
         conn,
+        row,
         project_id=project_id,
-        kind="project",
-        resource_id=project_id,
-        resource_name=name,
+        name=name,
         type=EventType.DELETION_REQUESTED,
         message=f"Deletion of project {name} requested.",
         actor=actor,
-        generation=row["generation"],
     )
-    await ring_doorbell(conn, "project", project_id)
-    return project_from_row(row)
