@@ -482,18 +482,22 @@ SELECT * FROM workloads WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
 -- One statement per filter combination, each walking the index in list order on exactly the
 -- columns it filters (0004): a generic plan of one statement with optional filters could not.
 -- `row_bytes` (the row's text size) lets a page of large specs stop early (app.store.paging).
+-- The last filter of each, `name_contains`, is an escaped ILIKE pattern (NULL: any name),
+-- checked on the rows the index walk reaches.
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
-  AND (created_at, id) < ($2, $3::uuid)
+  AND ($2::text IS NULL OR name ILIKE $2 ESCAPE '\')
+  AND (created_at, id) < ($3, $4::uuid)
 ORDER BY created_at DESC, id DESC
-LIMIT $4;
+LIMIT $5;
 
 -- name: list_workloads_in_state
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1 AND state = $2
-  AND (created_at, id) < ($3, $4::uuid)
+  AND ($3::text IS NULL OR name ILIKE $3 ESCAPE '\')
+  AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
-LIMIT $5;
+LIMIT $6;
 
 -- name: pool_id_by_name
 SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
@@ -502,16 +506,18 @@ SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2;
 -- $2 the pool's id (resolved from its name in the project beforehand).
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1
-  AND (created_at, id) < ($3, $4::uuid)
+  AND ($3::text IS NULL OR name ILIKE $3 ESCAPE '\')
+  AND (created_at, id) < ($4, $5::uuid)
 ORDER BY created_at DESC, id DESC
-LIMIT $5;
+LIMIT $6;
 
 -- name: list_workloads_in_pool_in_state
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE pool_id = $2 AND project_id = $1 AND state = $3
-  AND (created_at, id) < ($4, $5::uuid)
+  AND ($4::text IS NULL OR name ILIKE $4 ESCAPE '\')
+  AND (created_at, id) < ($5, $6::uuid)
 ORDER BY created_at DESC, id DESC
-LIMIT $6;
+LIMIT $7;
 
 -- name: replace_workload
 -- Immutable replacement: the new spec is the next generation, PENDING until the reconciler
@@ -598,13 +604,15 @@ WHERE change_id < coalesce(
 
 -- name: workloads_watched
 -- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
--- pool by id $4), each with its newest change number (`change_id`). Oldest first, a page of $7
--- after ($5, $6); `row_bytes` sizes the next read (app.streams.opening).
+-- pool by id $4, names matching the escaped ILIKE pattern $8), each with its newest change
+-- number (`change_id`). Oldest first, a page of $7 after ($5, $6); `row_bytes` sizes the next
+-- read (app.streams.opening).
 SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
 WHERE project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)
   AND ($4::uuid IS NULL OR pool_id = $4)
+  AND ($8::text IS NULL OR name ILIKE $8 ESCAPE '\')
   AND (created_at, id) > ($5, $6::uuid)
 ORDER BY created_at, id
 LIMIT $7;

@@ -50,6 +50,15 @@ PoolFilter = Annotated[
         max_length=30, pattern=NAME_PATTERN, description="Only workloads of this compute pool"
     ),
 ]
+NameContainsFilter = Annotated[
+    str | None,
+    Parameter(
+        min_length=1,
+        max_length=40,
+        description="Only workloads whose name contains this text (case-insensitive; `%` and "
+        "`_` are plain characters, not wildcards); at most 40 characters",
+    ),
+]
 
 
 #: `app.state` key of the start deadline filled into a spec that names none.
@@ -174,7 +183,8 @@ WatchFlag = Annotated[
 @get(
     PATH,
     summary="List workloads, or stream them (`?watch=true`)",
-    description="Newest first; filter by `state` and `compute_pool`; page with `cursor`. With "
+    description="Newest first; filter by `state`, `compute_pool` and `name_contains`; page "
+    "with `cursor`. With "
     "`watch=true`, a Server-Sent Events stream of the matching workloads instead (no paging)."
     + STREAM_DOC,
     responses={
@@ -191,6 +201,7 @@ async def list_workloads(
     paging: PagingDep,
     state_filter: StateFilter = None,
     compute_pool: PoolFilter = None,
+    name_contains: NameContainsFilter = None,
     limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
     watch: WatchFlag = False,
@@ -201,14 +212,18 @@ async def list_workloads(
     if watch:
         async with db.connection() as conn:
             view = await workloads.workload_filter(
-                conn, project.id, state=state, compute_pool=compute_pool
+                conn,
+                project.id,
+                state=state,
+                compute_pool=compute_pool,
+                name_contains=name_contains,
             )
         return await open_stream(request, caller, db, view, last_event_id)
-    page = paging.list("workloads", project.id, state, compute_pool)
+    page = paging.list("workloads", project.id, state, compute_pool, name_contains)
     after = page.after(cursor)
     async with db.connection() as conn:
         view = await workloads.workload_filter(
-            conn, project.id, state=state, compute_pool=compute_pool
+            conn, project.id, state=state, compute_pool=compute_pool, name_contains=name_contains
         )
         # A page carries the standing the controller last recorded (as streams do): replaying
         # a pool's queue costs too much to pay on every list (docs/PLANNING.md).

@@ -31,7 +31,8 @@ _REASON = msgspec.Meta(
 
 
 class PoolUsage(msgspec.Struct, kw_only=True):
-    """What the pool's workloads hold right now, counted from aicp's own records."""
+    """What the pool's workloads hold right now: the counters from aicp's own records, cpu and
+    memory as the pool's Kueue ClusterQueue reports them (`status.flavorsUsage`)."""
 
     accelerators_admitted: Annotated[
         int,
@@ -48,6 +49,22 @@ class PoolUsage(msgspec.Struct, kw_only=True):
             ge=0, description="workloads accepted or queued, not yet admitted", examples=[2]
         ),
     ] = 0
+    cpu_admitted: Annotated[
+        str,
+        msgspec.Meta(
+            description="cpu cores held by admitted workloads, as Kueue's ClusterQueue reports "
+            "them (a decimal number of cores; `0` until the reconciler has read the queue)",
+            examples=["32", "0.5"],
+        ),
+    ] = "0"
+    memory_admitted: Annotated[
+        str,
+        msgspec.Meta(
+            description="memory held by admitted workloads, as Kueue's ClusterQueue reports "
+            "it, in bytes (`0` until the reconciler has read the queue)",
+            examples=["137438953472"],
+        ),
+    ] = "0"
 
 
 class PoolStatus(msgspec.Struct, kw_only=True):
@@ -103,9 +120,13 @@ def pool_from_row(row: Row, project: str) -> PoolResource:
 
     The row carries the table's columns, with `spec` decoded to a dict, plus the usage
     counters `accelerators_admitted`, `workloads_admitted`, `workloads_pending` (every pool
-    query in `sql/queries.sql` selects them).
+    query in `sql/queries.sql` selects them). cpu and memory in use are the reconciler's last
+    reading of the ClusterQueue, kept in the row's `observed.usage`.
     """
     name: str = row["name"]
+    observed = row["observed"]
+    seen = observed.get("usage") if isinstance(observed, dict) else None
+    seen = seen if isinstance(seen, dict) else {}
     return PoolResource(
         name=name,
         project=project,
@@ -127,6 +148,8 @@ def pool_from_row(row: Row, project: str) -> PoolResource:
                 accelerators_admitted=row["accelerators_admitted"],
                 workloads_admitted=row["workloads_admitted"],
                 workloads_pending=row["workloads_pending"],
+                cpu_admitted=str(seen.get("cpu_admitted") or "0"),
+                memory_admitted=str(seen.get("memory_admitted") or "0"),
             ),
         ),
     )

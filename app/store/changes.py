@@ -122,6 +122,7 @@ async def current_page(
             created_at,
             last_id,
             limit,
+            view.name_pattern,
         )
     )
 

@@ -5,7 +5,8 @@ default 30) older than their retention are deleted in batches of `BATCH` rows, o
 transaction each, so a purge never holds locks for long nor bloats one transaction; 0 days keeps
 them forever. The process's purge task (`Purger`) calls `purge` hourly, beside the 24-hour
 idempotency keys (see docs/OPERATIONS.md "Retention"); a round that fails is logged and the next
-one tries again (the API does not depend on it).
+one tries again (the API does not depend on it). Expired dashboard sessions go in the same
+round (and at every sign-in).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, LiteralString
 
-from app.store import idempotency
+from app.store import idempotency, sessions
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -81,8 +82,9 @@ async def _drain(db: Database, query: LiteralString, cutoff: datetime, batch: in
 
 
 class Purger:
-    """The process's purge task: every `interval` seconds, expired idempotency keys, then
-    events and tombstones past `retention`; from `start()` until `stop()`."""
+    """The process's purge task: every `interval` seconds, expired idempotency keys and
+    dashboard sessions, then events and tombstones past `retention`; from `start()` until
+    `stop()`."""
 
     def __init__(
         self, db: Database, retention: Retention, *, interval: float = PURGE_INTERVAL_SECONDS
@@ -107,10 +109,12 @@ class Purger:
             try:
                 async with self.db.connection() as conn:
                     keys = await idempotency.purge_expired(conn)
+                    signed_out = await sessions.purge_expired(conn)
                 purged = await purge(self.db, self.retention)
                 log.debug(
-                    "purged %d idempotency keys, %d events, %d tombstones",
+                    "purged %d idempotency keys, %d dashboard sessions, %d events, %d tombstones",
                     keys,
+                    signed_out,
                     purged.events,
                     purged.tombstones,
                 )

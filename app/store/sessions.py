@@ -21,7 +21,7 @@ from app.store.queries import QUERIES
 if TYPE_CHECKING:
     import uuid
 
-    from app.store.db import Database
+    from app.store.db import Connection, Database
 
 
 def _digest(value: str) -> bytes:
@@ -90,7 +90,7 @@ async def open_session(
     assert [token_id, admin_token, person].count(None) == 2
     opened = Opened(session_id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
     async with db.transaction() as conn:
-        await conn.execute(QUERIES["sessions_purge_expired"])
+        await purge_expired(conn)
         await conn.execute(
             QUERIES["session_insert"],
             _digest(opened.session_id),
@@ -134,3 +134,10 @@ async def close_session(db: Database, session_id: str) -> None:
     """Sign out: the session is gone (unknown ids are ignored)."""
     async with db.connection() as conn:
         await conn.execute(QUERIES["session_delete"], _digest(session_id))
+
+
+async def purge_expired(conn: Connection) -> int:
+    """Forget the sessions past their expiry (at every sign-in and with the hourly purge);
+    return how many."""
+    result = await conn.execute(QUERIES["sessions_purge_expired"])
+    return int(result.split()[-1])

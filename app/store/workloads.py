@@ -219,14 +219,25 @@ PAGE_BOUND = ByteBound("row_bytes", 2 << 20)
 @dataclass(frozen=True, slots=True)
 class WorkloadFilter:
     """Which of a project's workloads a list or a stream shows: one name, one state, one pool
-    (by id). The list (`page`), a stream's first page (`app.store.changes.current_page`) and a
-    stream's live changes (`match`) all filter through it. `no_pool`: the pool asked for does
-    not exist in the project, so no workload is in it."""
+    (by id), names containing a text (`name_contains`: any case, `%` and `_` literal). The
+    list (`page`), a stream's first page (`app.store.changes.current_page`) and a stream's
+    live changes (`match`) all filter through it. `no_pool`: the pool asked for does not exist
+    in the project, so no workload is in it."""
 
     name: str | None = None
     state: str | None = None
     pool_id: uuid.UUID | None = None
     no_pool: bool = False
+    name_contains: str | None = None
+
+    @property
+    def name_pattern(self) -> str | None:
+        """`name_contains` as an ILIKE pattern (escape `\\`), its `%`, `_` and `\\` literal."""
+        if self.name_contains is None:
+            return None
+        text = self.name_contains
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return f"%{escaped}%"
 
     def match(self, row: Any) -> bool:
         """Whether a `workloads` row, or a change row of the log, is in this view."""
@@ -235,6 +246,10 @@ class WorkloadFilter:
         if self.name is not None and row["name"] != self.name:
             return False
         if self.state is not None and row["state"] != self.state:
+            return False
+        if self.name_contains is not None and (
+            self.name_contains.lower() not in str(row["name"]).lower()
+        ):
             return False
         return self.pool_id is None or row["pool_id"] == self.pool_id
 
@@ -246,12 +261,19 @@ async def workload_filter(
     name: str | None = None,
     state: str | None = None,
     compute_pool: str | None = None,
+    name_contains: str | None = None,
 ) -> WorkloadFilter:
     """The filter of a request: the pool named `compute_pool` resolved to its id."""
     if compute_pool is None:
-        return WorkloadFilter(name=name, state=state)
+        return WorkloadFilter(name=name, state=state, name_contains=name_contains)
     pool_id = await conn.fetchval(QUERIES["pool_id_by_name"], project_id, compute_pool)
-    return WorkloadFilter(name=name, state=state, pool_id=pool_id, no_pool=pool_id is None)
+    return WorkloadFilter(
+        name=name,
+        state=state,
+        pool_id=pool_id,
+        no_pool=pool_id is None,
+        name_contains=name_contains,
+    )
 
 
 async def page(
@@ -262,22 +284,26 @@ async def page(
     after: Position | None,
     limit: int,
 ) -> tuple[list[WorkloadResource], Position | None]:
-    """Up to `limit` workloads older than `after`, newest first, in `view` (by state and pool;
-    a list has no name filter), and the next page's position (None on the last page)."""
+    """Up to `limit` workloads older than `after`, newest first, in `view` (by state, pool and
+    name text; a list has no exact-name filter), and the next page's position (None on the
+    last page)."""
     if view.no_pool:
         return [], None  # no such pool in the project: no workload is in it
-    state, pool_id = view.state, view.pool_id
+    state, pool_id, pattern = view.state, view.pool_id, view.name_pattern
     if pool_id is None:
         query, args = (
-            (QUERIES["list_workloads"], [project.id])
+            (QUERIES["list_workloads"], [project.id, pattern])
             if state is None
-            else (QUERIES["list_workloads_in_state"], [project.id, state])
+            else (QUERIES["list_workloads_in_state"], [project.id, state, pattern])
         )
     else:
         query, args = (
-            (QUERIES["list_workloads_in_pool"], [project.id, pool_id])
+            (QUERIES["list_workloads_in_pool"], [project.id, pool_id, pattern])
             if state is None
-            else (QUERIES["list_workloads_in_pool_in_state"], [project.id, pool_id, state])
+            else (
+                QUERIES["list_workloads_in_pool_in_state"],
+                [project.id, pool_id, state, pattern],
+            )
         )
     rows, position = await fetch_page(
         conn, query, *args, after=after, limit=limit, first_id=NIL_UUID, bound=PAGE_BOUND

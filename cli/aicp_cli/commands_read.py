@@ -61,6 +61,12 @@ def complete_kinds(_ctx: click.Context, _param: Any, incomplete: str) -> list[Co
     "--state", type=STATE, metavar="STATE", help=f"Workloads in this state: {STATE_LIST}."
 )
 @click.option("--pool", help="Workloads of this compute pool.")
+@click.option(
+    "--name-contains",
+    "name_contains",
+    metavar="TEXT",
+    help="Workloads whose name contains TEXT (any case; % and _ are plain characters).",
+)
 @click.option("-w", "--watch", is_flag=True, help="Then print every change as it happens.")
 @click.pass_context
 def get(
@@ -70,6 +76,7 @@ def get(
     fmt: str,
     state: str | None,
     pool: str | None,
+    name_contains: str | None,
     watch: bool,
 ) -> None:
     """Show workloads, pools, projects, tokens or bindings (one by NAME, or all).
@@ -77,12 +84,12 @@ def get(
     With -w (workloads), follow the live stream: a row for each change, as it happens.
     """
     kind = kind_named(resource)
-    if (state or pool or watch) and kind.name != "workload":
-        raise CliError("--state, --pool and -w apply to workloads only")
+    if (state or pool or name_contains or watch) and kind.name != "workload":
+        raise CliError("--state, --pool, --name-contains and -w apply to workloads only")
     with client_for(ctx) as client:
         project = project_of(client) if kind.scoped else None
         if watch:
-            _watch(client, kind, project, name, fmt, state, pool)
+            _watch(client, kind, project, name, fmt, state, pool, name_contains)
             return
         if name is not None:
             found = client.get(kind.path(project, name))
@@ -91,7 +98,11 @@ def get(
             else:
                 table([found], kind.wide if fmt == "wide" else kind.columns, whole=fmt == "wide")
             return
-        params = {"state": state.upper() if state else None, "compute_pool": pool}
+        params = {
+            "state": state.upper() if state else None,
+            "compute_pool": pool,
+            "name_contains": name_contains,
+        }
         items = client.items(kind.path(project), **params)
         if fmt in ("json", "yaml"):
             dump({"items": items}, fmt)
@@ -112,12 +123,18 @@ def _watch(
     fmt: str,
     state: str | None,
     pool: str | None,
+    name_contains: str | None = None,
 ) -> None:
     if name is not None:
         path, params = kind.path(project, name) + "/watch", {}
     else:
         path = kind.path(project)
-        params = {"watch": "true", "state": state.upper() if state else None, "compute_pool": pool}
+        params = {
+            "watch": "true",
+            "state": state.upper() if state else None,
+            "compute_pool": pool,
+            "name_contains": name_contains,
+        }
     columns = WORKLOAD_WIDE if fmt == "wide" else WORKLOAD_COLUMNS
     titles = [title for title, _ in columns]
     widths = [

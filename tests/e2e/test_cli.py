@@ -433,3 +433,20 @@ async def test_wait_prints_its_result_once_and_events_name_the_token(
     assert waited.out.count("SUCCEEDED") == 1 and "SUCCEEDED" not in waited.err
     described = await lead.run("describe", "workload", "w")
     assert "Accepted" in described.out and "[token lead]" in described.out
+
+
+async def test_get_workloads_name_contains_lists_only_the_matching_names(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool()
+    for name in ("train-7b", "eval-7b"):
+        await scenario.submit(name, accelerators=0)
+    cli = admin_cli(running_service, tmp_path)
+    found = await cli.run("get", "workloads", "--name-contains", "TRAIN", "-o", "json")
+    assert found.code == 0, found.err
+    assert [w["name"] for w in json.loads(found.out)["items"]] == ["train-7b"]
+    long = await cli.run("get", "workloads", "--name-contains", "x" * 41)
+    assert long.code != 0 and "name_contains" in long.err
+    pools = await cli.run("get", "pools", "--name-contains", "x")
+    assert pools.code != 0 and "apply to workloads only" in pools.err

@@ -24,6 +24,7 @@ from tests.support.browser import (
 )
 from tests.support.scenario import PROJECT
 from tests.support.service import RunningService
+from tests.support.waiting import wait_until
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
@@ -243,3 +244,137 @@ async def test_session_cookie_is_httponly_strict_and_writes_need_the_csrf_header
         out = await client.post("/sign-out", data={"csrf": csrf})
         assert out.status_code == 303
         assert (await client.get(f"/api/v1/projects/{PROJECT}/workloads")).status_code == 401
+
+
+async def test_pool_cards_show_cpu_and_memory_in_use_beside_the_gpus(
+    browser: Any, running_service: RunningService
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=16)
+    await scenario.start_running("busy", cpu="8", memory="64Gi")
+
+    async def counted() -> bool:
+        usage = (await scenario.pool())["status"]["usage"]
+        return bool(usage["cpu_admitted"] == "8" and usage["memory_admitted"] == str(64 * 2**30))
+
+    await wait_until(counted, timeout=30, message="Kueue's cpu and memory in use on the pool")
+    token = await scenario.token("viewer", name="carol")
+    page = await new_page(browser)
+    await sign_in(page, running_service.url, token)
+    await expect(page).to_have_url(f"{running_service.url}/projects/{PROJECT}")
+
+    card = page.locator("article.pool")
+    await expect(card.get_by_label("GPUs in use: 8 of 16")).to_have_attribute("value", "8")
+    await expect(card.get_by_label("cpu in use: 8 of 256")).to_have_attribute("value", "8")
+    memory = card.get_by_label("Memory in use: 64Gi of 2048Gi")
+    await expect(memory).to_have_attribute("max", str(2 * 2**40))
+    await no_serious_violations(page)
+
+
+async def test_the_name_filter_asks_the_server_and_keeps_to_live_changes(
+    browser: Any, running_service: RunningService
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=16)
+    for name in ("train-a", "eval-a", "pretrain-b"):
+        await scenario.submit(name, accelerators=0)
+    token = await scenario.token("viewer", name="dora")
+    page = await new_page(browser)
+    await sign_in(page, running_service.url, token)
+    await expect(page.locator("#live-status")).to_contain_text("Live")
+    rows = page.locator("#workloads tbody tr")
+    await expect(rows).to_have_count(3)
+
+    async with page.expect_request(lambda r: "name_contains=TRAIN" in r.url):
+        await page.get_by_label("Name contains").fill("TRAIN")
+    await expect(rows).to_have_count(2)
+    await expect(page.locator("#live-status")).to_contain_text("Live")
+    await scenario.submit("eval-b", accelerators=0)
+    await scenario.submit("train-c", accelerators=0)
+    await expect(page.locator('tr[data-name="train-c"]')).to_have_count(1)
+    names = await page.locator("#workloads tbody tr th").all_inner_texts()
+    assert names == ["train-c", "pretrain-b", "train-a"]
+
+    await page.get_by_label("Name contains").fill("50%_off")
+    await expect(page.locator("#empty")).to_be_visible()
+    await expect(rows).to_have_count(0)
+    await no_serious_violations(page)
+
+
+SPEC_YAML = """\
+# pasted from a repository
+name: yaml-run
+compute_pool: h100-pool
+image: ghcr.io/acme/train:1.4
+command: [python, train.py]
+accelerators: 0
+env:
+  KUBESIM_RUN_SECONDS: "0.3"
+  WANDB_MODE: offline
+labels:
+  team: vision
+"""
+
+
+async def test_a_yaml_spec_pasted_in_the_submit_view_creates_the_workload(
+    browser: Any, running_service: RunningService
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=8)
+    token = await scenario.token("editor", name="erin")
+    page = await new_page(browser)
+    await sign_in(page, running_service.url, token)
+    await page.goto(f"{running_service.url}/projects/{PROJECT}/submit")
+    editor = page.get_by_label("Workload spec (YAML or JSON)")
+    create = page.get_by_role("button", name="Create from spec")
+
+    await editor.fill("name: broken\nimage: [unclosed\n")
+    await create.click()
+    await expect(page.locator("#e-spec")).to_contain_text("not valid YAML at line 3")
+    await expect(editor).to_have_attribute("aria-invalid", "true")
+    await editor.fill(SPEC_YAML.replace("image: ghcr.io/acme/train:1.4\n", ""))
+    await create.click()
+    await expect(page.locator("#e-spec")).to_contain_text("image:")
+    await no_serious_violations(page)
+    assert await scenario.workload("broken") is None
+    assert await scenario.workload("yaml-run") is None  # nothing created on either error
+
+    await editor.fill(SPEC_YAML)
+    await create.click()
+    await expect(page).to_have_url(f"{running_service.url}/projects/{PROJECT}/workloads/yaml-run")
+    created = await scenario.workload("yaml-run")
+    assert created is not None
+    assert created["spec"]["env"]["WANDB_MODE"] == "offline"
+    assert created["spec"]["labels"] == {"team": "vision"}
+    assert created["created_by"].startswith("token:")
+
+
+async def test_the_spec_reader_refuses_what_is_not_a_plain_spec_with_a_sentence(
+    running_service: RunningService,
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool(accelerators=8)
+    token = await scenario.token("viewer", name="fay")
+    read = f"/projects/{PROJECT}/spec-text"
+    async with httpx.AsyncClient(base_url=running_service.url) as client:
+        await client.post("/sign-in", data={"token": token})
+        page = await client.get(f"/projects/{PROJECT}/submit")
+        csrf = page.text.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
+        assert (await client.post(read, content="name: x\n")).status_code == 403  # no CSRF
+        headers = {"X-CSRF-Token": csrf, "Content-Type": "text/plain"}
+
+        async def sentence(text: str | bytes, status: int = 422) -> str:
+            response = await client.post(read, content=text, headers=headers)
+            assert response.status_code == status, response.text
+            detail: str = response.json()["detail"]
+            return detail
+
+        ok = await client.post(read, content='{"name": "j", "cpu": "2"}', headers=headers)
+        assert ok.json() == {"spec": {"name": "j", "cpu": "2"}}
+        assert "not valid JSON at line 1" in await sentence('{"name": ')
+        assert "aliases" in await sentence("a: &x [1, 2]\nb: *x\n")
+        assert "a list, not a mapping" in await sentence("- name: x\n")
+        assert "empty" in await sentence("  \n")
+        assert "not UTF-8" in await sentence(b"name: \xff\n")
+        assert "at most 65536" in await sentence("# " + "x" * 70_000, status=413)
+        assert (await client.get(f"/api/v1/projects/{PROJECT}/workloads")).json()["items"] == []

@@ -106,7 +106,20 @@ def test_classify_pool_reports_state_and_reason(
 def test_usage_counts_admitted_accelerators_and_workloads() -> None:
     _, _, usage = classify_pool(_cluster_queue(gpus="12", admitted=3, pending=0))
 
-    assert usage == PoolUsage(accelerators_admitted=12, workloads_admitted=3, workloads_pending=0)
+    assert usage == PoolUsage(
+        accelerators_admitted=12,
+        workloads_admitted=3,
+        workloads_pending=0,
+        cpu_admitted="32",
+        memory_admitted=str(256 * 2**30),
+    )
+
+
+def test_fractional_cpu_in_use_is_a_plain_number() -> None:
+    queue = _cluster_queue()
+    queue["status"]["flavorsUsage"][0]["resources"][0]["total"] = "1500m"
+
+    assert classify_pool(queue).usage.cpu_admitted == "1.5"
 
 
 def test_a_queue_without_status_has_zero_usage() -> None:

@@ -93,6 +93,7 @@ def test_a_pool_shows_its_queue_names_and_usage(project: str, pool: str, queue: 
         "accelerators_admitted": 8,
         "workloads_admitted": 1,
         "workloads_pending": 3,
+        "observed": {"usage": {"cpu_admitted": "32", "memory_admitted": "274877906944"}},
     }
     resource = pool_from_row(row, project)
     assert resource.status.local_queue == pool
@@ -103,5 +104,7 @@ def test_a_pool_shows_its_queue_names_and_usage(project: str, pool: str, queue: 
         "accelerators_admitted": 8,
         "workloads_admitted": 1,
         "workloads_pending": 3,
+        "cpu_admitted": "32",
+        "memory_admitted": "274877906944",
     }
     assert resource.quota.memory == "2Ti" and resource.generation == 2

@@ -3,11 +3,11 @@ workload's phase timeline.
 
 - ``GET /projects/{project}/position`` — ``{"after": N}``: the newest change number. The script
   reads it *before* it lists a page of workloads through the API, then opens
-- ``GET /projects/{project}/live?after=N[&state=][&compute_pool=]`` — the list stream of
-  ``GET .../workloads?watch=true`` (the same filters, tenancy, limits and frames), resumed
-  after N instead of starting with every current workload: only the changes since the page
-  was read, each one row (``after=0``, before any change ever: the list stream as it is). A
-  reconnect sends ``Last-Event-ID``, which wins over ``after``; 410
+- ``GET /projects/{project}/live?after=N[&state=][&compute_pool=][&name_contains=]`` — the
+  list stream of ``GET .../workloads?watch=true`` (the same filters, tenancy, limits and
+  frames), resumed after N instead of starting with every current workload: only the changes
+  since the page was read, each one row (``after=0``, before any change ever: the list
+  stream as it is). A reconnect sends ``Last-Event-ID``, which wins over ``after``; 410
   ``resume-expired`` when N is no longer kept (the script then reads the page again).
 - ``GET /projects/{project}/workloads/{name}/timeline`` — ``app.domain.timeline`` over the
   workload's events (the newest ``TIMELINE_EVENTS``).
@@ -25,7 +25,7 @@ from litestar import Request, Response, get
 from litestar.params import FromPath, FromQuery, QueryParameter
 
 from app.api import auth, watches
-from app.api.workloads import state_filter_value
+from app.api.workloads import NameContainsFilter, state_filter_value
 from app.domain.timeline import Step, Timeline, phase_timeline
 from app.store import changes, events, workloads
 
@@ -61,6 +61,7 @@ async def live(
     after: FromQuery[str | None] = None,
     state_filter: Annotated[str | None, QueryParameter(name="state")] = None,
     compute_pool: FromQuery[str | None] = None,
+    name_contains: NameContainsFilter = None,
 ) -> Response[Any]:
     caller = await _caller(request)
     project = caller.require_project()
@@ -68,7 +69,11 @@ async def live(
     state_value = state_filter_value(state_filter or None)
     async with db.connection() as conn:
         view = await workloads.workload_filter(
-            conn, project.id, state=state_value, compute_pool=compute_pool or None
+            conn,
+            project.id,
+            state=state_value,
+            compute_pool=compute_pool or None,
+            name_contains=name_contains or None,
         )
     # After 0 no change was ever made: the stream starts with the (so far empty) list instead.
     resume = request.headers.get("last-event-id") or (None if after == "0" else after)

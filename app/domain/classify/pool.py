@@ -43,6 +43,12 @@ def _amount(value: object) -> Decimal:
         return Decimal(0)
 
 
+def _plain(amount: Decimal) -> str:
+    """A quantity as a plain decimal number (`4`, `0.5`, `17179869184`), no exponent."""
+    text = format(amount.normalize(), "f")
+    return text if amount else "0"
+
+
 def _count(cluster_queue: KubeObject, key: str) -> int:
     value = field(cluster_queue, "status", key)
     return value if isinstance(value, int) else 0
@@ -133,6 +139,8 @@ def classify_pool(
         accelerators_admitted=int(snapshot.in_use.get(resource, Decimal(0))),
         workloads_admitted=snapshot.workloads_admitted,
         workloads_pending=snapshot.workloads_pending,
+        cpu_admitted=_plain(snapshot.in_use.get("cpu", Decimal(0))),
+        memory_admitted=_plain(snapshot.in_use.get("memory", Decimal(0)).to_integral_value()),
     )
     active = condition(cluster_queue, KueueCondition.ACTIVE)
     if active is None:

@@ -40,6 +40,8 @@ async def test_creating_a_pool_answers_202_with_location_queue_names_and_zero_us
         "accelerators_admitted": 0,
         "workloads_admitted": 0,
         "workloads_pending": 0,
+        "cpu_admitted": "0",
+        "memory_admitted": "0",
     }
     fetched = await api.client.get(f"{POOLS}/{POOL}")
     assert fetched.status_code == 200

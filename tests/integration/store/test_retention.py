@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-from app.store import retention
+from app.store import retention, sessions
 from app.store.db import Database
-from app.store.retention import Retention
+from app.store.retention import Purger, Retention
+from tests.support.waiting import wait_until
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -73,3 +75,28 @@ async def test_a_purge_larger_than_one_batch_drains_in_batches(db: Database) -> 
 
     assert purged.events == 7
     assert await _ages(db, "events", "at") == [1]
+
+
+async def test_the_purge_round_forgets_expired_dashboard_sessions_and_keeps_live_ones(
+    db: Database,
+) -> None:
+    admin = "a" * 32
+    # A sign-in purges the expired sessions before it opens its own, so the live one comes first.
+    await sessions.open_session(db, token_id=None, admin_token=admin, lifetime_seconds=3600)
+    await sessions.open_session(db, token_id=None, admin_token=admin, lifetime_seconds=-1)
+
+    async def stored() -> int:
+        async with db.connection() as conn:
+            return int(await conn.fetchval("SELECT count(*) FROM dashboard_sessions"))
+
+    assert await stored() == 2
+    purger = Purger(db, Retention(event_days=90, tombstone_days=30), interval=3600)
+    await purger.start()
+    try:
+        await wait_until(lambda: _one_left(stored), timeout=10, message="expired session purged")
+    finally:
+        await purger.stop()
+
+
+async def _one_left(stored: Callable[[], Awaitable[int]]) -> bool:
+    return await stored() == 1

@@ -37,20 +37,23 @@ class ApiError extends Error {
   }
 }
 
-async function api(path, { method = "GET", json, headers = {}, signal } = {}) {
+async function api(path, { method = "GET", json, text, headers = {}, signal } = {}) {
   const init = { method, headers: { Accept: "application/json", ...headers }, signal };
   if (method !== "GET" && method !== "HEAD") init.headers["X-CSRF-Token"] = csrf;
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);
+  } else if (text !== undefined) {
+    init.headers["Content-Type"] = "text/plain; charset=utf-8";
+    init.body = text;
   }
   const response = await fetch(path.startsWith("/") ? path : `${API}/${path}`, init);
   if (response.status === 401) {
     window.location.assign("/sign-in");
     throw new ApiError(401, { detail: "Signed out." });
   }
-  const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
+  const answer = await response.text();
+  const data = answer ? JSON.parse(answer) : null;
   if (!response.ok) throw new ApiError(response.status, data);
   return data;
 }
@@ -82,22 +85,50 @@ function gpus(workload) {
 // ---------------------------------------------------------------------------------------------
 // Project view: pools, and the workloads table kept live by the change feed's deltas.
 
+// A Kubernetes quantity ("500m", "16Gi", "2Ti", "1e3") as a number; null when unreadable.
+const QUANTITY_SUFFIXES = {
+  "": 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+};
+
+function quantity(text) {
+  const match = /^([0-9.]+(?:[eE][-+]?[0-9]+)?)([a-zA-Z]*)$/.exec(String(text ?? "").trim());
+  if (!match || !(match[2] in QUANTITY_SUFFIXES)) return null;
+  return Number(match[1]) * QUANTITY_SUFFIXES[match[2]];
+}
+
+function cores(value) {
+  return String(Math.round(value * 1000) / 1000);
+}
+
+function gibibytes(value) {
+  return `${Math.round((value / 2 ** 30) * 10) / 10}Gi`;
+}
+
+// One labelled bar: what admitted workloads hold against the pool's quota.
+function quotaBar(id, label, used, total, show) {
+  return [
+    el("label", { for: id, text: `${label} in use: ${show(used)} of ${show(total)}` }),
+    el("meter", { id, min: 0, max: total > 0 ? total : 1, value: Math.min(used, Math.max(total, 0)) }),
+  ];
+}
+
 function poolCard(pool) {
   const quota = pool.quota || {};
   const usage = pool.status?.usage || {};
-  const total = quota.accelerators || 0;
-  const used = usage.accelerators_admitted || 0;
   const id = `pool-${pool.name}`;
+  const cpuQuota = quantity(quota.cpu) ?? 0;
+  const memoryQuota = quantity(quota.memory) ?? 0;
   return el(
     "article",
     { class: "pool card", "aria-labelledby": id },
     el("h3", { id, text: pool.name }),
     el("p", { class: "muted", text: `${pool.accelerator_class} · ${pool.status?.state ?? ""}` }),
-    el("label", { for: `${id}-bar`, text: `GPUs in use: ${used} of ${total}` }),
-    el("meter", { id: `${id}-bar`, min: 0, max: Math.max(total, 1), value: used }),
+    ...quotaBar(`${id}-bar`, "GPUs", usage.accelerators_admitted || 0, quota.accelerators || 0, String),
+    ...quotaBar(`${id}-cpu`, "cpu", quantity(usage.cpu_admitted) ?? 0, cpuQuota, cores),
+    ...quotaBar(`${id}-memory`, "Memory", quantity(usage.memory_admitted) ?? 0, memoryQuota, gibibytes),
     el("p", {
-      text: `cpu ${quota.cpu ?? "-"} · memory ${quota.memory ?? "-"} · ` +
-        `${usage.workloads_admitted ?? 0} admitted · ${usage.workloads_pending ?? 0} waiting`,
+      text: `${usage.workloads_admitted ?? 0} admitted · ${usage.workloads_pending ?? 0} waiting`,
     }),
   );
 }
@@ -151,11 +182,6 @@ async function projectView() {
     return row;
   }
 
-  function textMatches(name) {
-    const text = filters.elements.text.value.trim().toLowerCase();
-    return !text || name.toLowerCase().includes(text);
-  }
-
   function showEmpty() {
     const visible = [...rows.values()].some((r) => !r.hidden);
     empty.hidden = visible;
@@ -178,7 +204,6 @@ async function projectView() {
       fill(row, w);
     } else {
       const added = newRow(w);
-      added.hidden = !textMatches(w.name);
       tbody.prepend(added);
       rows.set(w.name, added);
       trim();
@@ -190,6 +215,9 @@ async function projectView() {
     const params = new URLSearchParams();
     if (filters.elements.state.value) params.set("state", filters.elements.state.value);
     if (filters.elements.compute_pool.value) params.set("compute_pool", filters.elements.compute_pool.value);
+    // Filtered by the server (the list and the live stream alike), 40 characters at most.
+    const text = filters.elements.name_contains.value.trim().slice(0, 40);
+    if (text) params.set("name_contains", text);
     return params;
   }
 
@@ -201,7 +229,6 @@ async function projectView() {
     for (const w of page.items) {
       if (rows.has(w.name)) continue;
       const row = newRow(w);
-      row.hidden = !textMatches(w.name);
       tbody.append(row);
       rows.set(w.name, row);
     }
@@ -257,9 +284,10 @@ async function projectView() {
   filters.addEventListener("submit", (event) => { event.preventDefault(); });
   filters.elements.state.addEventListener("change", reload);
   poolSelect.addEventListener("change", reload);
-  filters.elements.text.addEventListener("input", () => {
-    for (const [name, row] of rows) row.hidden = !textMatches(name);
-    showEmpty();
+  let typing = null; // a new list once typing pauses, not one per key
+  filters.elements.name_contains.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(reload, 250);
   });
   setInterval(() => {
     for (const cell of tbody.querySelectorAll("td[data-created]")) cell.textContent = age(cell.dataset.created);
@@ -541,7 +569,8 @@ function problemList(error) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Submit: the common fields plus a JSON object for the rest; the server validates.
+// Submit: the common fields plus a JSON object for the rest, or a whole spec as YAML or JSON;
+// the server validates.
 
 function clearErrors(form) {
   for (const node of form.querySelectorAll(".field-error")) node.textContent = "";
@@ -611,6 +640,41 @@ async function submitView() {
       formErrors.textContent = [error.message, ...general].join(" ");
       const first = form.querySelector("[aria-invalid]");
       if (first) first.focus();
+    }
+  });
+  specEditor(project);
+}
+
+// A whole spec pasted as YAML or JSON: the server reads it (POST /projects/{p}/spec-text), then
+// it is submitted to the API like the form's fields, so the API's validation is the only one.
+function specEditor(project) {
+  const form = document.getElementById("submit-spec");
+  const area = form.elements.spec;
+  const errors = document.getElementById("e-spec");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    errors.replaceChildren();
+    area.removeAttribute("aria-invalid");
+    let spec;
+    try {
+      ({ spec } = await api(`/projects/${enc(project)}/spec-text`, { method: "POST", text: area.value }));
+    } catch (error) {
+      // Not YAML or JSON (or not a mapping): the server's one sentence says where and why.
+      errors.replaceChildren(el("p", { text: error.message }));
+      area.setAttribute("aria-invalid", "true");
+      area.focus();
+      return;
+    }
+    try {
+      const created = await api(`projects/${enc(project)}/workloads`, {
+        method: "POST", json: spec, headers: { "Idempotency-Key": crypto.randomUUID() } });
+      window.location.assign(`/projects/${enc(project)}/workloads/${enc(created.name)}`);
+    } catch (error) {
+      // The API's problem: its sentence, then each invalid field with what is wrong with it.
+      const items = (error.problem?.errors || []).map((e) => el("li", { text: `${e.field}: ${e.message}` }));
+      errors.replaceChildren(el("p", { text: error.message }), items.length ? el("ul", {}, ...items) : "");
+      area.setAttribute("aria-invalid", "true");
+      area.focus();
     }
   });
 }
