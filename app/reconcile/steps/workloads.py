@@ -40,7 +40,7 @@ import dataclasses
 import logging
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.domain.events import EventReason, EventType
 from app.domain.kube_objects import field, is_terminating, name_of
@@ -70,7 +70,7 @@ from app.reconcile.steps.evidence import (
     spec_of,
     summary,
 )
-from app.reconcile.steps.planning import REFRESH_SECONDS, Planner
+from app.reconcile.steps.planning import REFRESH_SECONDS, NewEstimate, Planner
 from app.reconcile.steps.rendezvous import (
     ensure_service,
     next_attempt_created,
@@ -361,62 +361,89 @@ class WorkloadStep:
             or facts != row.observed
             or row.observed_generation != row.generation
         )
-        if changed and not _settled(row):
-            crossed = milestones(row.state, classification)
-            cause = EventReason.START_DEADLINE_EXCEEDED if stopping else None
-            events = [
-                Event(kind, message, cause if kind == EventType.FAILED else None)
-                for kind, message in crossed
-            ]
-            if row.observed_generation != row.generation and _of_generation(job, row.generation):
-                # The first observation of this generation's Job: its creator died (or lost
-                # its lease) between the create and the record. The adopter records it.
-                events.insert(0, job_created(identity_of(row), row.generation, adopted=True))
-            if state.is_terminal:
-                events.append(
-                    evidence_recorded(job, summary(classification.evidence, name_of(job)))
-                )
-            written = await ctx.write_status(
-                fence,
-                subject_of(row),
-                generation=row.generation,
-                state=state,
-                reason=classification.reason,
-                observed=facts,
-                events=events,
+        if (
+            changed
+            and not _settled(row)
+            and not await self._record_change(
+                fence, row, job, classification, facts, estimate, before
             )
-            if not written.written:
-                return Result.done()  # the row moved on; the change that moved it queues us
-            _observe_latency(crossed, written.age_seconds, before)
-            await self.planner.written(row, estimate, crossed, classification.evidence)
-            if state.value != row.state:
-                log.info(
-                    "workload %s/%s: %s -> %s: %s",
-                    row.project,
-                    row.name,
-                    row.state,
-                    state.value,
-                    classification.reason,
-                )
+        ):
+            return Result.done()  # the row moved on; the change that moved it queues us
         if state.is_terminal or _settled(row):
-            if not job_finished(job):
-                # Failed at its start deadline (above, or by a step that stopped before the
-                # Job was deleted): the Job still holds quota.
-                return await self._stop(fence, row, job)
-            # The final facts are in the row (written above, or by an earlier step): the
-            # Job may now be deleted by anyone; it is kept until then.
-            if has_evidence_finalizer(job):
-                async with kube_fenced(fence, "finalizer removal"):
-                    await remove_finalizer(
-                        ctx.kube,
-                        JOBS,
-                        field(job, "metadata", "namespace"),
-                        name_of(job),
-                        EVIDENCE_FINALIZER,
-                        current=job,
-                    )
-            return Result.release()
+            return await self._finish(fence, row, job)
         return Result.requeue(_next_look(classification))
+
+    async def _record_change(
+        self,
+        fence: Fence,
+        row: WorkloadRow,
+        job: Manifest,
+        classification: Classification,
+        facts: dict[str, Any],
+        estimate: NewEstimate | None,
+        before: Evidence | None,
+    ) -> bool:
+        """Write the new state and facts with the events of the milestones crossed; False when
+        the row moved on meanwhile (nothing written)."""
+        state = classification.state
+        crossed = milestones(row.state, classification)
+        cause = (
+            EventReason.START_DEADLINE_EXCEEDED if classification.start_deadline_passed else None
+        )
+        events = [
+            Event(kind, message, cause if kind == EventType.FAILED else None)
+            for kind, message in crossed
+        ]
+        if row.observed_generation != row.generation and _of_generation(job, row.generation):
+            # The first observation of this generation's Job: its creator died (or lost
+            # its lease) between the create and the record. The adopter records it.
+            events.insert(0, job_created(identity_of(row), row.generation, adopted=True))
+        if state.is_terminal:
+            events.append(evidence_recorded(job, summary(classification.evidence, name_of(job))))
+        written = await self.ctx.write_status(
+            fence,
+            subject_of(row),
+            generation=row.generation,
+            state=state,
+            reason=classification.reason,
+            observed=facts,
+            events=events,
+        )
+        if not written.written:
+            return False
+        _observe_latency(crossed, written.age_seconds, before)
+        await self.planner.written(row, estimate, crossed, classification.evidence)
+        if state.value != row.state:
+            log.info(
+                "workload %s/%s: %s -> %s: %s",
+                row.project,
+                row.name,
+                row.state,
+                state.value,
+                classification.reason,
+            )
+        return True
+
+    async def _finish(self, fence: Fence, row: WorkloadRow, job: Manifest) -> Result:
+        """A finished (or settled) workload: stop a Job that still holds quota, else let the
+        Job go by removing its evidence finalizer, and release the row."""
+        if not job_finished(job):
+            # Failed at its start deadline (in _observe, or by a step that stopped before the
+            # Job was deleted): the Job still holds quota.
+            return await self._stop(fence, row, job)
+        # The final facts are in the row (written by _observe, or by an earlier step): the
+        # Job may now be deleted by anyone; it is kept until then.
+        if has_evidence_finalizer(job):
+            async with kube_fenced(fence, "finalizer removal"):
+                await remove_finalizer(
+                    self.ctx.kube,
+                    JOBS,
+                    field(job, "metadata", "namespace"),
+                    name_of(job),
+                    EVIDENCE_FINALIZER,
+                    current=job,
+                )
+        return Result.release()
 
     async def _stop(self, fence: Fence, row: WorkloadRow, job: Manifest) -> Result:
         """Delete the live Job of a workload recorded as failed at its start deadline: its
