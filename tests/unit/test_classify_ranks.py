@@ -135,3 +135,30 @@ def test_after_the_eviction_the_recorded_ranks_and_start_still_say_how_many_ran(
     assert scenario.classify().reason == (
         "Requeued: 3 of 4 pods were running after 5m; the workload goes back to the queue."
     )
+
+
+def test_a_rank_recorded_as_stopped_by_the_eviction_still_counts_as_having_run() -> None:
+    # On a real cluster the last observation before the suspension may already see the
+    # evicted pods stopped: a rank whose container started was running all the same.
+    builder = make_job(nodes=2).admitted()
+    builder.pods = []
+    builder.job["status"].pop("startTime", None)
+    assert builder.workload is not None
+    set_condition(
+        builder.workload,
+        cond("Evicted", "True", "PodsReadyTimeout", "Exceeded", "2026-08-01T10:00:20Z"),
+    )
+    scenario = builder.build()
+    began = datetime(2026, 8, 1, 10, 0, tzinfo=UTC)
+    earlier = Evidence(
+        started_at=began,
+        ranks=[
+            RankFacts(rank=0, phase="Failed", started_at=began),
+            RankFacts(rank=1, phase="Failed"),
+        ],
+    )
+    scenario.context = msgspec.structs.replace(scenario.context, earlier=earlier)
+
+    assert scenario.classify().reason == (
+        "Requeued: 1 of 2 pods were running after 20s; the workload goes back to the queue."
+    )

@@ -233,9 +233,14 @@ def _gang_requeued(
     earlier = context.earlier
     if earlier is not None:
         # Kueue suspends the Job: its pods go and its start time is cleared, so what the
-        # last observations before the eviction recorded stands in for them.
+        # last observations before the eviction recorded stands in for them. A rank whose
+        # container started was running, even when the last observation saw it stopped.
         if not running:
-            running = sum(1 for rank in earlier.ranks if rank.phase == PodPhase.RUNNING)
+            running = sum(
+                1
+                for rank in earlier.ranks
+                if rank.phase == PodPhase.RUNNING or rank.started_at is not None
+            )
         if started is None:
             started = earlier.started_at
     waited = None
