@@ -106,33 +106,31 @@ def test_once_the_evicted_pods_are_gone_the_requeue_does_not_guess_how_many_ran(
     )
 
 
-def test_after_the_eviction_the_recorded_ranks_and_start_still_say_how_many_ran() -> None:
-    # Kueue suspended the Job: its pods are gone and its start time is cleared; what aicp
-    # recorded before the eviction says how many ran and since when.
-    builder = make_job(nodes=4).admitted()
+BEGAN = datetime(2026, 8, 1, 10, 0, tzinfo=UTC)
+
+
+def _evicted_after(nodes: int, evicted_at: str, ranks: list[RankFacts]) -> str:
+    """The reason of a gang Kueue suspended at `evicted_at` (its pods gone, its start time
+    cleared), whose earlier observations recorded `ranks` and a start at `BEGAN`."""
+    builder = make_job(nodes=nodes).admitted()
     builder.pods = []
     builder.job["status"].pop("startTime", None)
     assert builder.workload is not None
     set_condition(
         builder.workload,
-        cond(
-            "Evicted",
-            "True",
-            "PodsReadyTimeout",
-            "Exceeded the PodsReady timeout",
-            "2026-08-01T10:05:00Z",
-        ),
+        cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout", evicted_at),
     )
     scenario = builder.build()
-    earlier = Evidence(
-        started_at=datetime(2026, 8, 1, 10, 0, tzinfo=UTC),
-        ranks=[
-            RankFacts(rank=rank, phase="Pending" if rank == 3 else "Running") for rank in range(4)
-        ],
-    )
+    earlier = Evidence(started_at=BEGAN, ranks=ranks)
     scenario.context = msgspec.structs.replace(scenario.context, earlier=earlier)
+    return scenario.classify().reason
 
-    assert scenario.classify().reason == (
+
+def test_after_the_eviction_the_recorded_ranks_and_start_still_say_how_many_ran() -> None:
+    # Kueue suspended the Job: its pods are gone and its start time is cleared; what aicp
+    # recorded before the eviction says how many ran and since when.
+    ranks = [RankFacts(rank=r, phase="Pending" if r == 3 else "Running") for r in range(4)]
+    assert _evicted_after(4, "2026-08-01T10:05:00Z", ranks) == (
         "Requeued: 3 of 4 pods were running after 5m; the workload goes back to the queue."
     )
 
@@ -140,25 +138,10 @@ def test_after_the_eviction_the_recorded_ranks_and_start_still_say_how_many_ran(
 def test_a_rank_recorded_as_stopped_by_the_eviction_still_counts_as_having_run() -> None:
     # On a real cluster the last observation before the suspension may already see the
     # evicted pods stopped: a rank whose container started was running all the same.
-    builder = make_job(nodes=2).admitted()
-    builder.pods = []
-    builder.job["status"].pop("startTime", None)
-    assert builder.workload is not None
-    set_condition(
-        builder.workload,
-        cond("Evicted", "True", "PodsReadyTimeout", "Exceeded", "2026-08-01T10:00:20Z"),
-    )
-    scenario = builder.build()
-    began = datetime(2026, 8, 1, 10, 0, tzinfo=UTC)
-    earlier = Evidence(
-        started_at=began,
-        ranks=[
-            RankFacts(rank=0, phase="Failed", started_at=began),
-            RankFacts(rank=1, phase="Failed"),
-        ],
-    )
-    scenario.context = msgspec.structs.replace(scenario.context, earlier=earlier)
-
-    assert scenario.classify().reason == (
+    ranks = [
+        RankFacts(rank=0, phase="Failed", started_at=BEGAN),
+        RankFacts(rank=1, phase="Failed"),
+    ]
+    assert _evicted_after(2, "2026-08-01T10:00:20Z", ranks) == (
         "Requeued: 1 of 2 pods were running after 20s; the workload goes back to the queue."
     )
