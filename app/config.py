@@ -5,6 +5,8 @@ write rate limit (`app.kube.client.KubeSettings`); `AICP_RECOVERY_TIMEOUT_SECOND
 long the doorbell's LISTEN connection or an informer may stay down before the process exits
 (`app.supervision`); `AICP_EVENT_RETENTION_DAYS` (90) and `AICP_TOMBSTONE_RETENTION_DAYS` (30)
 how long events and tombstones are kept (`app.store.retention`; 0 keeps them forever);
+`AICP_FORECAST_RETENTION_DAYS` (30) how long the estimates of queued workloads' starts are kept
+after they were scored (`workload_forecasts`, the history of `.../forecast-accuracy`);
 `AICP_TOKEN_CACHE_SIZE` (10000) how many valid project tokens each replica keeps in memory
 (`app.store.token_cache`; 0: every request reads its token from the database).
 `AICP_DB_RECONCILE_POOL_SIZE` (8) is the size of the reconcile workers' own connection pool,
@@ -196,6 +198,7 @@ class Settings:
     recovery_timeout_seconds: float = 60.0
     event_retention_days: int = 90
     tombstone_retention_days: int = 30
+    forecast_retention_days: int = 30
     token_cache_size: int = 10_000
     stream_heartbeat_seconds: float = 15.0
     streams_max: int = 2000
@@ -321,6 +324,7 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     # Retention and the token cache
     ("event_retention_days", "AICP_EVENT_RETENTION_DAYS", _int_between(0, 36500), _DAYS),
     ("tombstone_retention_days", "AICP_TOMBSTONE_RETENTION_DAYS", _int_between(0, 36500), _DAYS),
+    ("forecast_retention_days", "AICP_FORECAST_RETENTION_DAYS", _int_between(0, 36500), _DAYS),
     (
         "token_cache_size",
         "AICP_TOKEN_CACHE_SIZE",

@@ -342,7 +342,8 @@ END AS state;
 DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours';
 
 -- ===== section: retention =====
--- app/store/retention.py: old events and tombstones go in bounded batches (0004).
+-- app/store/retention.py: old events, tombstones and start estimates go in bounded batches
+-- (0004, 0023).
 
 -- name: purge_events_before
 -- Of the $2 oldest events (by id: the primary key, in the order events were written), delete
@@ -356,6 +357,22 @@ WHERE id = ANY (ARRAY (SELECT id FROM events ORDER BY id LIMIT $2))
 DELETE FROM tombstones t
 WHERE (t.kind, t.resource_id) IN (
     SELECT kind, resource_id FROM tombstones WHERE deleted_at < $1 ORDER BY deleted_at LIMIT $2
+);
+
+-- name: purge_forecasts_before
+-- Up to $2 estimates made before $1, oldest first (index workload_forecasts_by_age), that are
+-- either scored before $1 or will never be: an estimate of a generation still waiting for its
+-- admission stays until it is scored, however old.
+DELETE FROM workload_forecasts
+WHERE id IN (
+    SELECT f.id FROM workload_forecasts f
+    WHERE f.made_at < $1
+      AND (f.started_at < $1
+           OR (f.started_at IS NULL AND NOT EXISTS (
+                   SELECT 1 FROM workloads w
+                   WHERE w.id = f.workload_id AND w.generation = f.generation
+                     AND w.state IN ('PENDING', 'QUEUED'))))
+    ORDER BY f.made_at LIMIT $2
 );
 
 -- ===== section: pools and workloads =====

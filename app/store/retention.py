@@ -1,7 +1,9 @@
 """Retention: the event trail and the tombstones are kept for a configured time, then purged.
 
-Events (`AICP_EVENT_RETENTION_DAYS`, default 90) and tombstones (`AICP_TOMBSTONE_RETENTION_DAYS`,
-default 30) older than their retention are deleted in batches of `BATCH` rows, one short
+Events (`AICP_EVENT_RETENTION_DAYS`, default 90), tombstones (`AICP_TOMBSTONE_RETENTION_DAYS`,
+default 30) and the estimates of queued workloads' starts (`AICP_FORECAST_RETENTION_DAYS`,
+default 30; an estimate still waiting for its workload's admission stays until it is scored)
+older than their retention are deleted in batches of `BATCH` rows, one short
 transaction each, so a purge never holds locks for long nor bloats one transaction; 0 days keeps
 them forever. The process's purge task (`Purger`) calls `purge` hourly, beside the 24-hour
 idempotency keys (see docs/OPERATIONS.md "Retention"); a round that fails is logged and the next
@@ -29,16 +31,19 @@ log = logging.getLogger("aicp")
 
 #: Rows per purge statement.
 BATCH = 5000
-#: How often expired idempotency keys, and events and tombstones past retention, are purged.
+#: How often expired idempotency keys, and events, tombstones and estimates past retention, are
+#: purged.
 PURGE_INTERVAL_SECONDS = 3600.0
 
 
 @dataclass(frozen=True, slots=True)
 class Retention:
-    """How many days to keep events and tombstones; 0 keeps them forever."""
+    """How many days to keep events, tombstones and scored start estimates; 0 keeps them
+    forever."""
 
     event_days: int
     tombstone_days: int
+    forecast_days: int = 0
 
     @classmethod
     def of(cls, settings: Settings) -> Retention:
@@ -46,6 +51,7 @@ class Retention:
         return cls(
             event_days=settings.event_retention_days,
             tombstone_days=settings.tombstone_retention_days,
+            forecast_days=settings.forecast_retention_days,
         )
 
 
@@ -53,21 +59,26 @@ class Retention:
 class Purged:
     events: int
     tombstones: int
+    forecasts: int = 0
 
 
 async def purge(
     db: Database, retention: Retention, *, now: datetime | None = None, batch: int = BATCH
 ) -> Purged:
-    """Delete every event and tombstone past its retention, batch by batch; return how many."""
+    """Delete every event, tombstone and start estimate past its retention, batch by batch;
+    return how many."""
     at = now or datetime.now(UTC)
-    events = tombstones = 0
+    events = tombstones = forecasts = 0
     if retention.event_days > 0:
         cutoff = at - timedelta(days=retention.event_days)
         events = await _drain(db, QUERIES["purge_events_before"], cutoff, batch)
     if retention.tombstone_days > 0:
         cutoff = at - timedelta(days=retention.tombstone_days)
         tombstones = await _drain(db, QUERIES["purge_tombstones_before"], cutoff, batch)
-    return Purged(events, tombstones)
+    if retention.forecast_days > 0:
+        cutoff = at - timedelta(days=retention.forecast_days)
+        forecasts = await _drain(db, QUERIES["purge_forecasts_before"], cutoff, batch)
+    return Purged(events, tombstones, forecasts)
 
 
 async def _drain(db: Database, query: LiteralString, cutoff: datetime, batch: int) -> int:
@@ -112,11 +123,13 @@ class Purger:
                     signed_out = await sessions.purge_expired(conn)
                 purged = await purge(self.db, self.retention)
                 log.debug(
-                    "purged %d idempotency keys, %d dashboard sessions, %d events, %d tombstones",
+                    "purged %d idempotency keys, %d dashboard sessions, %d events, "
+                    "%d tombstones, %d start estimates",
                     keys,
                     signed_out,
                     purged.events,
                     purged.tombstones,
+                    purged.forecasts,
                 )
             except Exception:  # the next round tries again; the API does not depend on it
                 log.warning("purging old rows failed", exc_info=True)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from app.store import retention, sessions
 from app.store.db import Database
 from app.store.retention import Purger, Retention
+from tests.integration.reconcile.rows import add_workloads
 from tests.support.waiting import wait_until
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -100,3 +101,52 @@ async def test_the_purge_round_forgets_expired_dashboard_sessions_and_keeps_live
 
 async def _one_left(stored: Callable[[], Awaitable[int]]) -> bool:
     return await stored() == 1
+
+
+async def _forecast(
+    db: Database,
+    workload: uuid.UUID,
+    made_days_ago: float,
+    started_days_ago: float | None,
+) -> None:
+    """One estimate of `workload`'s generation 1, made and (if given) scored that long ago."""
+    async with db.connection() as conn:
+        await conn.execute(
+            "INSERT INTO workload_forecasts (workload_id, pool_id, generation, made_at,"
+            " position, basis, started_at)"
+            " SELECT id, pool_id, 1, $2, 1, 'made $2', $3 FROM workloads WHERE id = $1",
+            workload,
+            NOW - timedelta(days=made_days_ago),
+            None if started_days_ago is None else NOW - timedelta(days=started_days_ago),
+        )
+
+
+async def test_start_estimates_go_after_their_retention_unless_their_workload_still_waits(
+    db: Database,
+) -> None:
+    [waiting] = await add_workloads(db, notify=False, state="QUEUED")
+    [started] = await add_workloads(db, notify=False, state="RUNNING")
+    await _forecast(db, started.id, 40, 35)  # scored long ago: goes
+    await _forecast(db, started.id, 40, 20)  # made long ago, scored within the retention: stays
+    await _forecast(db, started.id, 10, 9)  # recent: stays
+    await _forecast(db, started.id, 45, None)  # never scored, its workload moved on: goes
+    await _forecast(db, waiting.id, 45, None)  # still waiting for its admission: stays
+
+    purged = await retention.purge(
+        db, Retention(event_days=90, tombstone_days=30, forecast_days=30), now=NOW, batch=1
+    )
+
+    assert purged.forecasts == 2
+    async with db.connection() as conn:
+        kept = await conn.fetch(
+            "SELECT workload_id, round(extract(epoch FROM $1 - made_at) / 86400) AS age"
+            " FROM workload_forecasts ORDER BY made_at",
+            NOW,
+        )
+    assert [(row["workload_id"], int(row["age"])) for row in kept] == [
+        (waiting.id, 45),
+        (started.id, 40),
+        (started.id, 10),
+    ]
+    untouched = await retention.purge(db, Retention(event_days=0, tombstone_days=0), now=NOW)
+    assert untouched.forecasts == 0
