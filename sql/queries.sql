@@ -1234,9 +1234,22 @@ ORDER BY updated_at DESC
 LIMIT $2;
 
 -- name: planning_record_forecast
+-- $5-$7 the band shown, $9-$11 the replay's own (before calibration).
 INSERT INTO workload_forecasts (workload_id, pool_id, generation, position, earliest, likely,
-                                latest, basis)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+                                latest, basis, replay_earliest, replay_likely, replay_latest)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+
+-- name: planning_scored_forecasts
+-- The pool's newest $2 scored estimates that had a band ($1 the pool; index
+-- workload_forecasts_scored): the replay's band (the shown one in rows from before 0023) and the
+-- admission, for the calibration.
+SELECT made_at, coalesce(replay_earliest, earliest) AS earliest,
+       coalesce(replay_likely, likely) AS likely, coalesce(replay_latest, latest) AS latest,
+       started_at
+FROM workload_forecasts
+WHERE pool_id = $1 AND started_at IS NOT NULL AND likely IS NOT NULL
+ORDER BY started_at DESC
+LIMIT $2;
 
 -- name: planning_record_start
 -- Kueue admitted the generation at $3: score its estimates; the scored ones are returned.
@@ -1247,13 +1260,15 @@ RETURNING earliest, likely, latest;
 -- name: planning_accuracy
 -- The pool's scored estimates of the last $2 seconds ($1 the pool): count, median absolute
 -- error of the likely time, share inside the band (estimates without a band are counted
--- apart).
+-- apart). Kueue writes the admission time in whole seconds: an admission at second t happened
+-- within [t, t + 1 s), and is inside when that second meets the band.
 SELECT count(*) FILTER (WHERE likely IS NOT NULL) AS samples,
        count(*) FILTER (WHERE likely IS NULL) AS without_estimate,
        percentile_cont(0.5) WITHIN GROUP (
            ORDER BY abs(extract(epoch FROM started_at - likely)))
            FILTER (WHERE likely IS NOT NULL) AS median_absolute_error_seconds,
-       avg(CASE WHEN started_at BETWEEN earliest AND latest THEN 1.0 ELSE 0.0 END)
+       avg(CASE WHEN started_at + interval '1 second' >= earliest AND started_at <= latest
+                THEN 1.0 ELSE 0.0 END)
            FILTER (WHERE likely IS NOT NULL) AS inside_band,
        percentile_cont(0.9) WITHIN GROUP (
            ORDER BY extract(epoch FROM started_at - made_at)) AS p90_wait_seconds,

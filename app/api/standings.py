@@ -1,8 +1,8 @@
-"""The queue standing of QUEUED workloads in what the API answers, and a dry run's
-admission forecast (docs/PLANNING.md).
+"""A dry run's admission forecast (docs/PLANNING.md "What-if admission"): one plan of the
+pool (three indexed reads) and Kueue's next pass over it.
 
-Computed when one workload is read: one plan for its pool (three indexed reads and a replay of
-its queue). Lists answer the standing the controller last recorded instead.
+The standing of a QUEUED workload is not computed here: every read (one workload, a list, a
+stream) answers the one the controller recorded in its status, with its `computed_at`.
 """
 
 from __future__ import annotations
@@ -11,61 +11,16 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import msgspec
-
-from app.domain.planning.forecast import forecast
-from app.domain.planning.standing import queued_sentence, standing_of
 from app.domain.planning.what_if import what_if
-from app.domain.states import WorkloadState
 from app.store import planning
 
 if TYPE_CHECKING:
     import uuid
 
-    from app.domain.planning.forecast import Forecast
     from app.domain.planning.what_if import AdmissionForecast
     from app.domain.specs import WorkloadSpec
-    from app.domain.workload_resources import WorkloadResource
     from app.store.db import Connection
     from app.store.pools import ProjectScope
-
-
-def with_standing(
-    workload: WorkloadResource, found: Forecast | None, now: datetime
-) -> WorkloadResource:
-    """`workload` with `status.queue` and the sentence leading its reason (unchanged when
-    there is no forecast for it)."""
-    if found is None:
-        return workload
-    standing = standing_of(found)
-    sentence = queued_sentence(standing, workload.compute_pool, now)
-    reason = workload.status.reason
-    if workload.status.queue is not None:  # the recorded standing's sentence leads it
-        recorded = queued_sentence(
-            workload.status.queue, workload.compute_pool, workload.status.updated_at
-        )
-        reason = reason.removeprefix(recorded + " ")
-    status = msgspec.structs.replace(workload.status, queue=standing, reason=f"{sentence} {reason}")
-    return msgspec.structs.replace(workload, status=status)
-
-
-async def with_standings(
-    conn: Connection, project: ProjectScope, items: list[WorkloadResource]
-) -> list[WorkloadResource]:
-    """`items` with the standing of each QUEUED one."""
-    pools = {w.compute_pool for w in items if w.status.state == WorkloadState.QUEUED}
-    if not pools:
-        return items
-    now = datetime.now(UTC)
-    found: dict[uuid.UUID, Forecast] = {}
-    for pool in sorted(pools):
-        plan = await planning.pool_plan_by_name(conn, project.id, pool)
-        if plan is not None:
-            found.update(forecast(plan.entries, plan.quota, plan.history, now))
-    return [
-        with_standing(w, found.get(w.uid), now) if w.status.state == WorkloadState.QUEUED else w
-        for w in items
-    ]
 
 
 async def planned_admission(
@@ -81,5 +36,11 @@ async def planned_admission(
     others = [e for e in plan.entries if e.id != workload_id]
     candidate = dataclasses.replace(mine, holding=False, held_since=None)
     return what_if(
-        others, plan.quota, candidate, plan.history, datetime.now(UTC), pool=spec.compute_pool
+        others,
+        plan.quota,
+        candidate,
+        plan.history,
+        datetime.now(UTC),
+        pool=spec.compute_pool,
+        calibration=plan.calibration,
     )

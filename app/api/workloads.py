@@ -16,7 +16,7 @@ from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, etag, expected_generation
-from app.api.standings import planned_admission, with_standings
+from app.api.standings import planned_admission
 from app.api.watches import open_stream
 from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
@@ -266,8 +266,9 @@ async def get_workload(
 ) -> Response[WorkloadResource]:
     project = caller.require_project()
     async with db.connection() as conn:
+        # The standing the controller recorded (with its computed_at), as lists answer: a
+        # replay of a deep pool costs seconds (docs/PLANNING.md).
         found = await workloads.get(conn, project, name)
-        [found] = await with_standings(conn, project, [found])
     return _answer(found, 200)
 
 

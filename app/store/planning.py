@@ -4,7 +4,8 @@ project's history, in three indexed reads; the estimates made and how they turne
 PostgreSQL is the source of truth for the queue: every workload of a pool is a row with its
 state (QUEUED: its Job waits for Kueue; ADMITTED or RUNNING: Kueue reserved its quota), its
 priority and the time its generation was accepted, so the order Kueue keeps is computed from
-the rows alone, with no read of the cluster. The rows lag Kueue by one reconcile (a workload
+the rows alone, with no read of the cluster. The pool's newest scored estimates calibrate the
+band (`app.domain.planning.calibration`). The rows lag Kueue by one reconcile (a workload
 Kueue has just admitted is QUEUED until the step writes it), which a forecast absorbs.
 """
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from app.domain.planning.calibration import NEWEST_SCORED, Calibration, Scored, inside_band
 from app.domain.planning.forecast import Finished, History, history_of
 from app.domain.planning.queue import Demand, Entry, demand_of, quota_demand
 from app.domain.render.queues import PRIORITY_VALUES
@@ -44,6 +46,8 @@ class PoolPlan:
     quota: Demand
     entries: list[Entry]
     history: History
+    #: How the pool's past estimates turned out (None: too few scored yet).
+    calibration: Calibration | None = None
 
 
 def _time(value: Any) -> datetime | None:
@@ -96,12 +100,21 @@ async def _plan(conn: Connection, pool: Any) -> PoolPlan:
         [item for _, item in finished],
         pool=[item.seconds for row, item in finished if row["pool_id"] == pool["id"]],
     )
+    scored = await conn.fetch(QUERIES["planning_scored_forecasts"], pool["id"], NEWEST_SCORED)
     return PoolPlan(
         pool_id=pool["id"],
         pool=pool["name"],
         quota=quota_demand(msgspec.convert(pool["spec"]["quota"], Quota)),
         entries=[entry_of(row) for row in live],
         history=history,
+        calibration=Calibration.of(
+            [
+                Scored(
+                    row["made_at"], row["earliest"], row["likely"], row["latest"], row["started_at"]
+                )
+                for row in scored
+            ]
+        ),
     )
 
 
@@ -127,7 +140,7 @@ async def record_forecast(
     conn: Connection, plan: PoolPlan, workload_id: uuid.UUID, generation: int, found: Forecast
 ) -> None:
     """Keep one estimate, to score it when the workload is admitted."""
-    band = found.band
+    band, replay = found.band, found.replay_band
     await conn.execute(
         QUERIES["planning_record_forecast"],
         workload_id,
@@ -138,11 +151,14 @@ async def record_forecast(
         band.likely if band else None,
         band.latest if band else None,
         found.basis,
+        replay.earliest if replay else None,
+        replay.likely if replay else None,
+        replay.latest if replay else None,
     )
 
 
 @dataclass(frozen=True, slots=True)
-class Scored:
+class Score:
     """One estimate scored at the admission: seconds late (negative: early), and whether the
     admission fell inside the band."""
 
@@ -152,13 +168,13 @@ class Scored:
 
 async def record_start(
     conn: Connection, workload_id: uuid.UUID, generation: int, admitted_at: datetime
-) -> list[Scored]:
+) -> list[Score]:
     """Score the generation's open estimates against Kueue's admission time."""
     rows = await conn.fetch(QUERIES["planning_record_start"], workload_id, generation, admitted_at)
     return [
-        Scored(
+        Score(
             (admitted_at - row["likely"]).total_seconds(),
-            row["earliest"] <= admitted_at <= row["latest"],
+            inside_band(row["earliest"], row["latest"], admitted_at),
         )
         for row in rows
         if row["likely"] is not None

@@ -34,6 +34,35 @@ def _standing(workload: dict[str, Any]) -> tuple[int, list[str]]:
     return queue["position"], queue["ahead"]
 
 
+async def _standing_becomes(
+    scenario: Scenario, name: str, position: int, ahead: list[str]
+) -> dict[str, Any]:
+    """The workload once the standing the controller recorded says `position` and `ahead`: it
+    looks again on every change of the workload and at least every 30 s while it is queued."""
+
+    async def recorded() -> dict[str, Any] | None:
+        found = await scenario.workload(name)
+        queue = found["status"]["queue"] if found else None
+        if (
+            found is None
+            or queue is None
+            or (queue["position"], queue["ahead"])
+            != (
+                position,
+                ahead,
+            )
+        ):
+            return None
+        assert queue["computed_at"] is not None, queue
+        return found
+
+    return await wait_until(
+        recorded,
+        timeout=max(scenario.wait_timeout, 45.0),
+        message=f"{name} recorded at position {position} behind {ahead}",
+    )
+
+
 async def test_positions_and_estimates_follow_the_queue(scenario: Scenario) -> None:
     await scenario.setup_pool(accelerators=8)
     await _history(scenario)
@@ -41,11 +70,12 @@ async def test_positions_and_estimates_follow_the_queue(scenario: Scenario) -> N
     await scenario.wait_state("train-run", "RUNNING")
     await scenario.submit("train-a", priority="low", env=LONG)
     await scenario.submit("train-b", env=LONG)
-    a, b = await _queued(scenario, "train-a"), await _queued(scenario, "train-b")
+    await _queued(scenario, "train-a")
+    await _queued(scenario, "train-b")
 
     # Priority first: the normal one is ahead of the older low one.
-    assert _standing(b) == (1, [])
-    assert _standing(a) == (2, ["train-b"])
+    b = await _standing_becomes(scenario, "train-b", 1, [])
+    a = await _standing_becomes(scenario, "train-a", 2, ["train-b"])
     assert a["status"]["reason"].startswith("Queued 2nd in pool h100-pool; likely to start ")
     eta = a["status"]["queue"]["eta"]
     assert eta is not None, a["status"]["queue"]["eta_basis"]
@@ -58,13 +88,13 @@ async def test_positions_and_estimates_follow_the_queue(scenario: Scenario) -> N
     response = await scenario.running.client.put(f"{scenario.workloads}/train-b", json=spec)
     assert response.status_code == 202, response.text
     await scenario.wait_state("train-b", "QUEUED", generation=2)
-    assert _standing(await _queued(scenario, "train-a")) == (1, [])
-    assert _standing(await _queued(scenario, "train-b")) == (2, ["train-a"])
+    await _standing_becomes(scenario, "train-a", 1, [])
+    await _standing_becomes(scenario, "train-b", 2, ["train-a"])
 
     # A deletion ahead moves it up.
     response = await scenario.running.client.delete(f"{scenario.workloads}/train-a")
     assert response.status_code == 202, response.text
-    assert _standing(await _queued(scenario, "train-b")) == (1, [])
+    await _standing_becomes(scenario, "train-b", 1, [])
 
     # A quota change makes room: it is admitted, and its estimate is scored.
     response = await scenario.running.client.patch(
@@ -190,12 +220,13 @@ async def test_fifty_dry_runs_during_a_burst_of_submits_change_nothing(scenario:
     assert names == sorted(["hold", *(f"burst-{i}" for i in range(5))])
     for index in range(5):
         await _queued(scenario, f"burst-{index}")
-    positions = []
-    for index in range(5):
-        found = await scenario.workload(f"burst-{index}")
-        assert found is not None
-        positions.append(found["status"]["queue"]["position"])
-    assert sorted(positions) == [1, 2, 3, 4, 5]
+
+    async def positions() -> list[int] | None:
+        found = [await scenario.workload(f"burst-{index}") for index in range(5)]
+        seen = sorted(w["status"]["queue"]["position"] for w in found if w is not None)
+        return seen if seen == [1, 2, 3, 4, 5] else None
+
+    await wait_until(positions, timeout=max(scenario.wait_timeout, 45.0), message="positions")
     conn = await asyncpg.connect(scenario.running.database_url)
     try:
         probes = await conn.fetchval(

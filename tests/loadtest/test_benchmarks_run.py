@@ -182,3 +182,31 @@ def test_the_tenant_attack_prints_each_ceiling_holding(pg_server_url: str) -> No
     assert "quota limited   6 pool creates at once: 3 accepted holding 3 accelerators" in out
     assert "3 created, 3 refused (409)" in out
     assert "0 of 3 still authenticate" in out
+
+
+def test_planning_accuracy_scores_a_tiny_trace(pg_server_url: str) -> None:
+    out = _run(
+        "loadtest/planning_accuracy.py",
+        "--seeds",
+        "3",
+        "--workloads",
+        "4",
+        "--median-seconds",
+        "1",
+        "--pg",
+        _server(pg_server_url),
+    )
+    assert out.rstrip().splitlines()[-1].startswith("seed 3: inside the band ")
+
+
+def test_standing_read_bench_times_gets_of_a_queued_workload(pg_server_url: str) -> None:
+    out = _run(
+        "loadtest/standing_read_bench.py",
+        "--live",
+        "12",
+        "--requests",
+        "5",
+        "--pg",
+        _server(pg_server_url),
+    )
+    assert "GET of a queued workload (position " in out.rstrip().splitlines()[-1]

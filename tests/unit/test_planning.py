@@ -96,7 +96,7 @@ def test_sentence() -> None:
     running = entry("train-a", 8, holding=True, age=60)
     waiting = [entry(f"train-q{i}", 8, age=50 - i) for i in range(3)]
     found = forecast([running, *waiting], QUOTA, HISTORY, NOW)[waiting[2].id]
-    sentence = queued_sentence(standing_of(found), "h100-pool", NOW)
+    sentence = queued_sentence(standing_of(found, NOW), "h100-pool", NOW)
     assert sentence.startswith("Queued 3rd in pool h100-pool; likely to start in ")
     assert sentence.endswith(" min.")
     assert ordinal(1) == "1st" and ordinal(12) == "12th" and ordinal(22) == "22nd"

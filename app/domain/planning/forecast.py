@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from app.domain.planning.calibration import Band
 from app.domain.planning.queue import (
     NO_DEMAND,
     Demand,
@@ -37,6 +38,8 @@ from app.domain.planning.queue import (
 if TYPE_CHECKING:
     import uuid
     from collections.abc import Mapping, Sequence
+
+    from app.domain.planning.calibration import Calibration
 
 #: Between the two ends of a range in sentences (`12\u201325 min`): an en dash.
 DASH = "\u2013"
@@ -121,22 +124,16 @@ def history_of(finished: Sequence[Finished], *, pool: Sequence[float] | None = N
 
 
 @dataclass(frozen=True, slots=True)
-class Band:
-    """Estimated admission times: p10, p50 and p90 of the replays."""
-
-    earliest: datetime
-    likely: datetime
-    latest: datetime
-
-
-@dataclass(frozen=True, slots=True)
 class Forecast:
     """Where one waiting workload stands and when it will likely be admitted."""
 
     position: int  # 1-based, in the pool's queue order
     ahead: tuple[str, ...]  # the names of the waiting workloads before it, head first
+    #: The band shown: the replay's, moved by the pool's calibration when it has one.
     band: Band | None
     basis: str
+    #: The replay's own band (p10, p50, p90 of its runs), which the calibration learns from.
+    replay_band: Band | None = None
 
 
 @dataclass(slots=True)
@@ -325,9 +322,11 @@ def forecast(
     *,
     samples: int | None = None,
     seed: int = 0,
+    calibration: Calibration | None = None,
 ) -> dict[uuid.UUID, Forecast]:
     """A forecast for every waiting entry of one pool (see the module docstring). `samples`:
-    replays to run (default `SAMPLES`, fewer for a long queue: `SAMPLE_BUDGET`)."""
+    replays to run (default `SAMPLES`, fewer for a long queue: `SAMPLE_BUDGET`);
+    `calibration`: how the pool's past estimates turned out (None: the replay's band as it is)."""
     waiting = in_queue_order(list(entries))
     if not waiting:
         return {}
@@ -347,6 +346,7 @@ def forecast(
         ahead = waiting[: position - 1]
         values = sorted(starts[entry.id])
         band: Band | None = None
+        replay_band: Band | None = None
         basis = basis_of(holders, ahead, known, now)
         low, mid, high = (_percentile(values, share) for share in (0.1, 0.5, 0.9))
         if high == float("inf") or basis is None:
@@ -355,16 +355,20 @@ def forecast(
                 basis = "not within a month in at least 1 of 10 replays; " + basis
             band = None
         else:
-            band = Band(
+            replay_band = band = Band(
                 earliest=now + timedelta(seconds=low),
                 likely=now + timedelta(seconds=mid),
                 latest=now + timedelta(seconds=high),
             )
+            if calibration is not None:
+                band = calibration.apply(replay_band, now)
+                basis = f"{basis}; {calibration.text()}"
         result[entry.id] = Forecast(
             position=position,
             ahead=tuple(e.name for e in ahead),
             band=band,
             basis=basis,
+            replay_band=replay_band,
         )
     return result
 

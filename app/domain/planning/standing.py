@@ -1,12 +1,14 @@
 """What a queued workload's status says of its place in the queue (docs/API.md "Workloads").
 
-The position and the band are computed when the workload is read, from the pool's rows
-(`app.store.planning`), so they are as fresh as the database; the sentence leads the stored
+The controller computes the position and the band from the pool's rows (`app.store.planning`)
+and records them in the workload's status (`app.reconcile.steps.planning`), with the time it
+computed them (`computed_at`); every read answers that record. The sentence leads the stored
 reason (Kueue's, with the quota numbers).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import msgspec
@@ -15,8 +17,6 @@ from app.domain.planning.forecast import span_text
 from app.domain.planning.what_if import EstimatedStart
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from app.domain.planning.forecast import Forecast
 
 #: Names of the workloads ahead shown at most; the rest are counted.
@@ -42,6 +42,13 @@ class QueueStanding(msgspec.Struct, kw_only=True):
         ),
     ] = []
     eta: EstimatedStart | None = None
+    computed_at: Annotated[
+        datetime | None,
+        msgspec.Meta(
+            description="when the controller computed this standing (it looks again on every "
+            "change it sees of the workload and at least every 30 s while it is queued)"
+        ),
+    ] = None
     eta_basis: Annotated[
         str,
         msgspec.Meta(
@@ -62,9 +69,11 @@ def ordinal(number: int) -> str:
     return f"{number}{suffix}"
 
 
-def standing_of(found: Forecast) -> QueueStanding:
+def standing_of(found: Forecast, computed_at: datetime) -> QueueStanding:
+    """The standing a forecast made at `computed_at` gives."""
     band = found.band
     return QueueStanding(
+        computed_at=computed_at,
         position=found.position,
         ahead_count=len(found.ahead),
         ahead=list(found.ahead[:AHEAD_SHOWN]),

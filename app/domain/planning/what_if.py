@@ -20,6 +20,7 @@ from app.domain.quantity import format_bytes, format_cpu
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from app.domain.planning.calibration import Calibration
     from app.domain.planning.forecast import History
 
 
@@ -131,6 +132,7 @@ def what_if(
     *,
     pool: str,
     seed: int = 0,
+    calibration: Calibration | None = None,
 ) -> AdmissionForecast:
     """Kueue's first pass with `candidate` among `entries` (a replaced workload's current
     generation must not be in `entries`), and its forecast when it would wait."""
@@ -160,7 +162,7 @@ def what_if(
             reason=f"Fits the free quota of pool {pool} now; Kueue admits it at its next pass.",
             quota=numbers,
         )
-    mine = forecast(everyone, quota, history, now, seed=seed)[candidate.id]
+    mine = forecast(everyone, quota, history, now, seed=seed, calibration=calibration)[candidate.id]
     short = _short(quota, used, candidate.demand)
     why = (
         f"Waits for quota in pool {pool}: {short}."

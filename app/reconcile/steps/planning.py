@@ -54,19 +54,28 @@ class NewEstimate:
     forecast: Forecast
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Pooled:
+    """One replay of a pool: its plan, the forecast of each waiting workload, and when."""
+
+    plan: PoolPlan
+    found: dict[Any, Forecast]
+    at: datetime
+
+
 class Planner:
     """The standing of queued workloads, one replay per pool at a time."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._shared: dict[tuple[uuid.UUID, str], tuple[float, PoolPlan, dict[Any, Forecast]]] = {}
+        self._shared: dict[tuple[uuid.UUID, str], tuple[float, _Pooled]] = {}
 
-    async def _pool(self, row: WorkloadRow) -> tuple[PoolPlan, dict[Any, Forecast]] | None:
+    async def _pool(self, row: WorkloadRow) -> _Pooled | None:
         key = (row.project_id, row.pool)
         now = time.monotonic()
         shared = self._shared.get(key)
-        if shared is not None and now - shared[0] < SHARED_SECONDS and row.id in shared[2]:
-            return shared[1], shared[2]
+        if shared is not None and now - shared[0] < SHARED_SECONDS and row.id in shared[1].found:
+            return shared[1]
         async with self.db.connection() as conn:
             plan = await planning.pool_plan_by_name(conn, row.project_id, row.pool)
         if plan is None:
@@ -77,11 +86,13 @@ class Planner:
             dataclasses.replace(e, holding=False, held_since=None) if e.id == row.id else e
             for e in plan.entries
         ]
-        found = forecast(entries, plan.quota, plan.history, datetime.now(UTC))
+        at = datetime.now(UTC)
+        found = forecast(entries, plan.quota, plan.history, at, calibration=plan.calibration)
+        pooled = _Pooled(plan, found, at)
         for stale in [k for k, v in self._shared.items() if now - v[0] >= SHARED_SECONDS]:
             del self._shared[stale]
-        self._shared[key] = (now, plan, found)
-        return plan, found
+        self._shared[key] = (now, pooled)
+        return pooled
 
     async def standing(
         self, row: WorkloadRow, state: WorkloadState, facts: dict[str, Any]
@@ -110,16 +121,16 @@ class Planner:
         """`facts` with the workload's standing: the recorded one while the new one tells the
         same, else the new one and the estimate to record."""
         pooled = await self._pool(row)
-        found = pooled[1].get(row.id) if pooled else None
+        found = pooled.found.get(row.id) if pooled else None
         if pooled is None or found is None:
             return facts, None
-        new = standing_of(found)
+        new = standing_of(found, pooled.at)
         before = row.observed.get(QUEUE_KEY) if row.observed_generation == row.generation else None
         if before is not None:
             old = msgspec.convert(before, QueueStanding, strict=False)
             if _same(old, new, datetime.now(UTC)):
                 return {**facts, QUEUE_KEY: before}, None
-        return {**facts, QUEUE_KEY: msgspec.to_builtins(new)}, NewEstimate(pooled[0], found)
+        return {**facts, QUEUE_KEY: msgspec.to_builtins(new)}, NewEstimate(pooled.plan, found)
 
     async def record(self, row: WorkloadRow, estimate: NewEstimate) -> None:
         async with self.db.connection() as conn:
