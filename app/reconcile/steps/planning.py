@@ -97,8 +97,9 @@ class Planner:
     async def standing(
         self, row: WorkloadRow, state: WorkloadState, facts: dict[str, Any]
     ) -> tuple[dict[str, Any], NewEstimate | None]:
-        """`facts` as the status write should carry them: with the standing while QUEUED."""
-        if state != WorkloadState.QUEUED or row.observed_generation != row.generation:
+        """`facts` as the status write should carry them: with the standing while QUEUED (the
+        write is of the row's generation, so its first QUEUED status carries one already)."""
+        if state != WorkloadState.QUEUED:
             return facts, None
         return await self.queued_facts(row, facts)
 
