@@ -2,7 +2,8 @@
 every queued workload equals its Workload's place in Kueue's visibility API
 (`visibility.kueue.x-k8s.io` pending workloads of the pool's ClusterQueue and LocalQueue,
 `positionInClusterQueue` counted from 0, aicp's from 1), as the queue is built, after a
-deletion ahead and after a priority change (a replace)."""
+deletion ahead and after a priority change (a replace), and for a burst of equal priority
+whose Workloads share a creation second."""
 
 from __future__ import annotations
 
@@ -141,3 +142,22 @@ async def test_queue_positions_agree_with_kueues_visibility_api(scenario: Scenar
     assert response.status_code == 202, response.text
     await scenario.wait_state("wait-low", "QUEUED", generation=2)
     await _agree(scenario, ["wait-high", "wait-low", "wait-normal-b"])
+
+
+async def test_a_burst_of_equal_priority_comes_in_kueues_order(scenario: Scenario) -> None:
+    """Submitted back to back, their Workloads are created within a second or two: Kueue
+    orders them by creation second and then by uid, not by when aicp accepted them."""
+    await scenario.setup_pool(accelerators=8)
+    await scenario.submit("hold", priority="high", env=LONG)
+    await scenario.wait_state("hold", "RUNNING")
+    for index in range(4):
+        await scenario.submit(f"burst-{index}", env=LONG)
+    cluster_queue = cluster_queue_name(scenario.project, scenario.pool_name)
+
+    async def kueues_order() -> list[str] | None:
+        items = await _pending(scenario, f"/clusterqueues/{cluster_queue}/pendingworkloads")
+        order = [_workload_of(item)[0] for item in items]
+        return order if len(order) == 4 else None
+
+    order = await wait_until(kueues_order, timeout=scenario.wait_timeout, message="the burst")
+    await _agree(scenario, order)
