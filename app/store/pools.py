@@ -32,13 +32,13 @@ from app.domain.errors import (
     NotFound,
     ValidationFailed,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventReason, EventType
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
 from app.domain.project_limits import Holding, limits_from, overruns
 from app.domain.validation import is_name
 from app.store.audit import record_event, ring_doorbell
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.projects import ensure_project_live
 from app.store.queries import QUERIES
@@ -147,9 +147,9 @@ async def create(
             ]
         ) from exc
     if row is None:
-        holder = await conn.fetchrow(QUERIES["pool_by_name"], project.id, body.name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Compute pool", body.name, being_deleted=deleting)
+        raise await taken(
+            conn, "Compute pool", body.name, QUERIES["pool_by_name"], project.id, body.name
+        )
     await record_event(
         conn,
         project_id=project.id,

@@ -11,7 +11,6 @@ from app.domain.errors import (
     LimitBelowAllocation,
     NotFound,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventType
 from app.domain.naming import namespace_for
@@ -24,6 +23,7 @@ from app.domain.project_limits import (
 )
 from app.domain.resources import Project, Status
 from app.store.audit import record_event, ring_doorbell
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
 
@@ -110,9 +110,7 @@ async def create(
         stored_limits,
     )
     if row is None:
-        holder = await conn.fetchrow(QUERIES["project_by_name"], name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Project", name, being_deleted=deleting)
+        raise await taken(conn, "Project", name, QUERIES["project_by_name"], name)
     return await _recorded(
         conn,
         row,

@@ -24,7 +24,6 @@ from app.domain.errors import (
     FieldError,
     NotFound,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventReason, EventType
 from app.domain.node_fit import check_fits_node
@@ -33,6 +32,7 @@ from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
 from app.store.audit import record_event, ring_doorbell
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, ByteBound, Position, fetch_page
 from app.store.queries import QUERIES
 
@@ -167,9 +167,9 @@ async def create(
         actor,
     )
     if row is None:
-        holder = await conn.fetchrow(QUERIES["workload_by_name"], project.id, spec.name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Workload", spec.name, being_deleted=deleting)
+        raise await taken(
+            conn, "Workload", spec.name, QUERIES["workload_by_name"], project.id, spec.name
+        )
     await record_event(
         conn,
         project_id=project.id,
