@@ -12,7 +12,7 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
-from app.api.idempotency import Created, IdempotencyKey, respond_once
+from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.domain.dry_runs import PoolDryRun
@@ -90,9 +90,7 @@ async def create_pool(
     if dry_run:
         created = await create_dry(request, db, create)
         return answer(PoolDryRun, created.resource, None, 202)
-    response = await respond_once(request, db, caller, status=202, create=create)
-    lease.committed()
-    return response
+    return await lease.respond(request, db, caller, create)
 
 
 @get(

@@ -12,7 +12,7 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
-from app.api.idempotency import Created, IdempotencyKey, respond_once
+from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
@@ -148,9 +148,7 @@ async def create_workload(
 
         created = await create_dry(request, db, create_planned)
         return answer(WorkloadDryRun, created.resource, None, 202, admission=planned[0])
-    response = await respond_once(request, db, caller, status=202, create=create)
-    lease.committed()
-    return response
+    return await lease.respond(request, db, caller, create)
 
 
 STREAM_DOC = (
