@@ -1224,6 +1224,13 @@ FROM workloads
 WHERE pool_id = $1 AND deletion_requested_at IS NULL
   AND state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING');
 
+-- name: planning_live_count
+-- How many live workloads the project's ($1) pool named $2 has (workloads_live_by_pool).
+SELECT count(*) FROM workloads
+WHERE pool_id = (SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2)
+  AND deletion_requested_at IS NULL
+  AND state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING');
+
 -- name: planning_finished_workloads
 -- The project's newest finished workloads that were admitted ($2 how many): their durations.
 SELECT name, pool_id, spec -> 'labels' AS labels, observed

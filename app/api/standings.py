@@ -1,8 +1,11 @@
 """A dry run's admission forecast (docs/PLANNING.md "What-if admission"): one plan of the
-pool (three indexed reads) and Kueue's next pass over it.
+pool (three indexed reads) and Kueue's next pass over it; and the standing a GET of one QUEUED
+workload answers.
 
-The standing of a QUEUED workload is not computed here: every read (one workload, a list, a
-stream) answers the one the controller recorded in its status, with its `computed_at`.
+Lists and streams answer the standing the controller recorded in the status, with its
+`computed_at`. A GET of one workload does too in a pool of more than `FRESH_LIVE` live
+workloads; in a smaller one, whose replay costs a few milliseconds, it computes the standing
+as it answers.
 """
 
 from __future__ import annotations
@@ -11,7 +14,12 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import msgspec
+
+from app.domain.planning.forecast import forecast
+from app.domain.planning.standing import queued_sentence, standing_of
 from app.domain.planning.what_if import what_if
+from app.domain.states import WorkloadState
 from app.store import planning
 
 if TYPE_CHECKING:
@@ -19,8 +27,42 @@ if TYPE_CHECKING:
 
     from app.domain.planning.what_if import AdmissionForecast
     from app.domain.specs import WorkloadSpec
+    from app.domain.workload_resources import WorkloadResource
     from app.store.db import Connection
     from app.store.pools import ProjectScope
+
+
+#: A GET of a queued workload computes its standing when its pool has at most this many live
+#: workloads; in a deeper pool it answers the one the controller recorded.
+FRESH_LIVE = 20
+
+
+async def with_fresh_standing(
+    conn: Connection, project: ProjectScope, workload: WorkloadResource
+) -> WorkloadResource:
+    """`workload` with the standing computed now, when it is QUEUED in a small pool."""
+    if workload.status.state != WorkloadState.QUEUED:
+        return workload
+    if await planning.live_count(conn, project.id, workload.compute_pool) > FRESH_LIVE:
+        return workload
+    plan = await planning.pool_plan_by_name(conn, project.id, workload.compute_pool)
+    if plan is None:
+        return workload
+    now = datetime.now(UTC)
+    found = forecast(plan.entries, plan.quota, plan.history, now, calibration=plan.calibration)
+    mine = found.get(workload.uid)
+    if mine is None:
+        return workload
+    standing = standing_of(mine, now)
+    reason = workload.status.reason
+    if workload.status.queue is not None:  # the recorded standing's sentence leads it
+        recorded = queued_sentence(
+            workload.status.queue, workload.compute_pool, workload.status.updated_at
+        )
+        reason = reason.removeprefix(recorded + " ")
+    sentence = queued_sentence(standing, workload.compute_pool, now)
+    status = msgspec.structs.replace(workload.status, queue=standing, reason=f"{sentence} {reason}")
+    return msgspec.structs.replace(workload, status=status)
 
 
 async def planned_admission(

@@ -16,7 +16,7 @@ from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
-from app.api.standings import planned_admission
+from app.api.standings import planned_admission, with_fresh_standing
 from app.api.watches import open_stream
 from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
@@ -260,9 +260,9 @@ async def get_workload(
 ) -> Response[WorkloadResource]:
     project = caller.require_project()
     async with db.connection() as conn:
-        # The standing the controller recorded (with its computed_at), as lists answer: a
-        # replay of a deep pool costs seconds (docs/PLANNING.md).
-        found = await workloads.get(conn, project, name)
+        # In a deep pool, the standing the controller recorded (with its computed_at), as
+        # lists answer: a replay of 1,000 live workloads costs seconds (docs/PLANNING.md).
+        found = await with_fresh_standing(conn, project, await workloads.get(conn, project, name))
     return versioned(found, 200)
 
 
