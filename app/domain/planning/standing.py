@@ -2,8 +2,9 @@
 
 The controller computes the position and the band from the pool's rows (`app.store.planning`)
 and records them in the workload's status (`app.reconcile.steps.planning`), with the time it
-computed them (`computed_at`); every read answers that record. The sentence leads the stored
-reason (Kueue's, with the quota numbers).
+computed them (`computed_at`); reads answer that record, but for a GET of one workload in a
+small pool (`app.api.standings`). The sentence leads the stored reason (Kueue's, with the
+quota numbers).
 """
 
 from __future__ import annotations
