@@ -36,6 +36,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kubesim.command import command as kubesim_command
 from tests.support.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,16 +117,7 @@ def kubesim(directory: Path) -> Iterator[Path]:
     """kubesim's API server in a subprocess; yields the path of its kubeconfig."""
     kubeconfig = directory / "kubeconfig"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--no-controllers",
-            "--kubeconfig-out",
-            str(kubeconfig),
-        ],
+        kubesim_command(kubeconfig, "--no-controllers"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

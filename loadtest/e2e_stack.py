@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from kubesim.command import command as kubesim_command
 from loadtest.databases import scratch_database
 from tests.support.scenario import Scenario
 
@@ -111,17 +112,7 @@ async def _processes(
             directory = Path(tmp)
             kubeconfig = directory / "kubeconfig"
             kubesim = _start(
-                [
-                    sys.executable,
-                    "-m",
-                    "kubesim",
-                    "--port",
-                    "0",
-                    "--kubeconfig-out",
-                    str(kubeconfig),
-                    "--nodes",
-                    str(sim_nodes),
-                ],
+                kubesim_command(kubeconfig, "--nodes", str(sim_nodes)),
                 {**os.environ},
                 directory / "kubesim.log",
             )

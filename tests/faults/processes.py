@@ -24,6 +24,8 @@ from typing import Any
 
 import httpx
 
+from kubesim.command import LISTENING
+from kubesim.command import command as kubesim_command
 from tests.support.api_client import ADMIN_TOKEN, bearer
 from tests.support.waiting import wait_until
 
@@ -61,25 +63,17 @@ class Kubesim:
     async def start(cls, directory: Path, *, nodes: int = 4, gpus_per_node: int = 8) -> Kubesim:
         kubeconfig = directory / "kubeconfig"
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-            "--nodes",
-            str(nodes),
-            "--gpus-per-node",
-            str(gpus_per_node),
+            *kubesim_command(
+                kubeconfig, "--nodes", str(nodes), "--gpus-per-node", str(gpus_per_node)
+            ),
             env=child_env(),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
-        assert line.startswith(b"kubesim listening on "), line
-        sim = cls(process, line.decode().split(" on ", 1)[1].strip(), kubeconfig)
+        assert line.startswith(LISTENING.encode()), line
+        sim = cls(process, line.decode().removeprefix(LISTENING).strip(), kubeconfig)
         sim._drains = [
             asyncio.create_task(_drain(process.stdout, sim.output)),
             asyncio.create_task(_drain(process.stderr, sim.output)),
