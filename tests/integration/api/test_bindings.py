@@ -72,16 +72,12 @@ async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(
 
 
 async def test_binding_writes_are_audited_with_the_admin_as_actor(
-    api: Api, database_url: str
+    api: Api, sql: asyncpg.Connection
 ) -> None:
     await api.put_binding("h100-80g")
     await api.put_binding("h100-80g", description="again")
     await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch("SELECT type, actor FROM events WHERE kind = 'binding' ORDER BY id")
-    finally:
-        await conn.close()
+    rows = await sql.fetch("SELECT type, actor FROM events WHERE kind = 'binding' ORDER BY id")
     assert [(r["type"], r["actor"]) for r in rows] == [
         ("Created", "admin"),
         ("SpecUpdated", "admin"),

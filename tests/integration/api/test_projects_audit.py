@@ -30,19 +30,17 @@ async def test_a_rejected_create_rings_nothing(api: Api, doorbells: asyncio.Queu
     assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{second['uid']}"
 
 
-async def test_every_project_write_is_an_event_with_its_actor(api: Api, database_url: str) -> None:
+async def test_every_project_write_is_an_event_with_its_actor(
+    api: Api, sql: asyncpg.Connection
+) -> None:
     project = await api.create_project("research")
     await api.client.delete("/api/v1/projects/research")
     await api.client.delete("/api/v1/projects/research")  # repeated: no second event
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch(
-            "SELECT type, actor, resource_name, generation, message FROM events "
-            "WHERE kind = 'project' AND resource_id = $1 ORDER BY id",
-            uuid.UUID(project["uid"]),
-        )
-    finally:
-        await conn.close()
+    rows = await sql.fetch(
+        "SELECT type, actor, resource_name, generation, message FROM events "
+        "WHERE kind = 'project' AND resource_id = $1 ORDER BY id",
+        uuid.UUID(project["uid"]),
+    )
     assert [(r["type"], r["actor"], r["resource_name"]) for r in rows] == [
         ("Accepted", "admin", "research"),
         ("DeletionRequested", "admin", "research"),
