@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 
 from kubesim.command import command as kubesim_command
+from loadtest.children import spawn, stop
 from loadtest.databases import scratch_database
 from tests.support.scenario import Scenario
 
@@ -65,7 +65,7 @@ def _start(
     argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO
 ) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return spawn(argv, env, out, cwd)
 
 
 async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
@@ -77,16 +77,6 @@ async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes
             raise SystemExit(f"{process.args} exited:\n{log.read_text(errors='replace')}")
         await asyncio.sleep(0.05)
     raise SystemExit(f"no {needle!r} in {log}")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @contextlib.asynccontextmanager
@@ -143,7 +133,7 @@ async def _processes(
             await _wait_ready(aicp_url)
 
             async def restart() -> None:
-                _stop(processes.pop(0))
+                stop(processes.pop(0), 20)
                 port = aicp_url.rsplit(":", 1)[1]
                 log = directory / "aicp-restarted.log"
                 again = _start(
@@ -160,10 +150,10 @@ async def _processes(
             stack.restart_aicp = restart
             yield stack
             for process in processes:
-                _stop(process)
+                stop(process, 20)
     finally:
         for process in processes:
-            _stop(process)
+            stop(process, 20)
 
 
 async def _wait_ready(url: str, timeout: float = 120.0) -> None:
