@@ -81,3 +81,9 @@ async def lease_of(db: Database, key: ResourceKey) -> asyncpg.Record | None:
             key.kind,
             key.id,
         )
+
+
+async def lease_released(db: Database, key: ResourceKey) -> bool:
+    """The resource's lease is in the table and no longer live (released or expired)."""
+    lease = await lease_of(db, key)
+    return lease is not None and not lease["live"]

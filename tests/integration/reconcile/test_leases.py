@@ -17,7 +17,12 @@ from app.store import leases
 from app.store.db import Database
 from app.store.leases import ResourceKey
 from tests.integration.reconcile.conftest import EngineFactory
-from tests.integration.reconcile.rows import add_workloads, finish_workload, lease_of
+from tests.integration.reconcile.rows import (
+    add_workloads,
+    finish_workload,
+    lease_of,
+    lease_released,
+)
 from tests.integration.reconcile.steps import Recorder
 from tests.support.waiting import wait_until
 
@@ -151,8 +156,7 @@ async def test_graceful_shutdown_lets_a_running_step_finish_within_the_grace(
     await asyncio.wait_for(stopping, 5)
 
     assert finished == [True]
-    lease = await lease_of(db, key)
-    assert lease is not None and not lease["live"]
+    assert await lease_released(db, key)
 
 
 async def test_a_fenced_write_after_the_lease_moved_raises_lease_lost_and_drops_the_key(
@@ -231,12 +235,8 @@ async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
     engine = recorder.attach(await start_engine())
     [key] = await add_workloads(db)
 
-    async def released() -> bool:
-        lease = await lease_of(db, key)
-        return lease is not None and not lease["live"]
-
     await wait_until(lambda: recorder.ran(key), timeout=3)
-    await wait_until(released, timeout=3)
+    await wait_until(lambda: lease_released(db, key), timeout=3)
     # Finished and released: later sweeps leave it alone.
     runs, sweeps = recorder.attempts(key), engine.sweeper.sweeps
     await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
@@ -262,11 +262,7 @@ async def test_a_released_lease_names_nobody_and_taking_it_again_is_a_new_epoch(
     engine = recorder.attach(await start_engine())
     [key] = await add_workloads(db)
 
-    async def released() -> bool:
-        lease = await lease_of(db, key)
-        return lease is not None and not lease["live"]
-
-    await wait_until(released, timeout=3)
+    await wait_until(lambda: lease_released(db, key), timeout=3)
     first = await lease_of(db, key)
     assert first is not None and first["owner"] == ""
     assert await leases.held_count(db.pool, owner=engine.owner) == 0
