@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncpg
 
 from tests.support.api_client import Api
+from tests.support.problems import assert_problem
 from tests.support.scenario import Scenario
 
 H100 = {
@@ -65,9 +66,7 @@ async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(
 ) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
-    assert response.status_code == 409
-    problem = response.json()
-    assert problem["type"].endswith("/in-use")
+    problem = assert_problem(response, 409, "in-use")
     assert problem["referenced_by"] == ["compute-pool/research/h100-pool"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncpg
 import httpx
 
+from tests.support.problems import assert_problem
 from tests.support.scenario import PROJECT, WORKLOADS, Scenario, example_workload
 
 
@@ -15,9 +16,7 @@ def keyed(key: str) -> dict[str, str]:
 
 
 def assert_gone(response: httpx.Response, noun: str, name: str) -> None:
-    assert response.status_code == 410, response.text
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/created-resource-gone"
+    problem = assert_problem(response, 410, "created-resource-gone")
     assert f"{noun} {name!r}" in problem["detail"]
     assert "new Idempotency-Key" in problem["detail"]
     assert "idempotent-replayed" not in response.headers

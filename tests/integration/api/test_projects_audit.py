@@ -8,6 +8,7 @@ import uuid
 import asyncpg
 
 from tests.support.api_client import Api
+from tests.support.problems import assert_problem
 from tests.support.scenario import Scenario
 
 
@@ -51,9 +52,7 @@ async def test_every_project_write_is_an_event_with_its_actor(
 async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Scenario) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/projects/research")
-    assert response.status_code == 409
-    problem = response.json()
-    assert problem["type"].endswith("/in-use")
+    problem = assert_problem(response, 409, "in-use")
     assert problem["referenced_by"] == ["compute-pool/h100-pool"]
     assert (await api.client.get("/api/v1/projects/research")).json()["status"]["state"] != (
         "DELETING"

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.problems import assert_problem
 from tests.support.scenario import CLASS, POOL, WORKLOADS, Scenario, example_workload
 
 SCHEMA_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
@@ -138,9 +139,7 @@ async def test_a_workload_that_can_never_fit_its_pool_is_refused_with_the_number
     response = await api.client.post(
         WORKLOADS, json=example_workload(accelerators=8, replicas=3, memory="1Ti")
     )
-    assert response.status_code == 422
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/exceeds-pool-capacity"
+    problem = assert_problem(response, 422, "exceeds-pool-capacity")
     assert problem["compute_pool"] == POOL
     assert problem["accelerator_class"] == CLASS
     assert problem["requested"] == {"accelerators": "24", "cpu": "96", "memory": "3Ti"}
@@ -194,9 +193,7 @@ async def test_a_multi_node_workload_the_pool_cannot_hold_is_refused_with_the_nu
     response = await api.client.post(
         WORKLOADS, json=example_workload(accelerators=8, nodes=3, memory="64Gi")
     )
-    assert response.status_code == 422
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/exceeds-pool-capacity"
+    problem = assert_problem(response, 422, "exceeds-pool-capacity")
     assert problem["requested"]["accelerators"] == "24"
     assert problem["errors"] == [
         {
