@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ import httpx
 from kubesim.command import LISTENING
 from kubesim.command import command as kubesim_command
 from tests.support.api_client import ADMIN_TOKEN, bearer
+from tests.support.service import spawn_serve
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,15 +173,7 @@ class Replica:
             AICP_WORKERS="16",
             **self.extra_env,
         )
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "app",
-            "serve",
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        self.process = await spawn_serve(env)
         serving: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._drain = asyncio.create_task(self._read(self.process, serving))
         if wait_serving:
