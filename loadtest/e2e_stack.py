@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,3 +174,22 @@ def scenario(client: httpx.AsyncClient) -> Scenario:
     return Scenario(
         client, project=PROJECT, pool=POOL, defaults=DEFAULTS, wait_timeout=60.0, interval=0.02
     )
+
+
+#: The label selector of everything aicp applies.
+MANAGED = "app.kubernetes.io/managed-by=aicp"
+
+
+async def watch_managed(
+    sim: httpx.AsyncClient, path: str, opened: asyncio.Event
+) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+    """Each watch event of kubesim's `path` (e.g. `/api/v1/pods`) for what aicp manages, with the
+    `time.perf_counter()` it arrived at; sets `opened` once the watch is open."""
+    params = {"watch": "true", "labelSelector": MANAGED, "timeoutSeconds": "3600"}
+    async with sim.stream("GET", path, params=params, timeout=None) as response:
+        response.raise_for_status()
+        opened.set()
+        async for line in response.aiter_lines():
+            now = time.perf_counter()
+            if line:
+                yield now, json.loads(line)
