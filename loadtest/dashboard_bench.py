@@ -204,6 +204,14 @@ async def bench(args: argparse.Namespace) -> None:
                 f"{args.dashboards} dashboards open: aicp RSS {before:.0f} -> {after:.0f} MiB, "
                 f"{(after - before) * 1024 / args.dashboards:.0f} KiB per dashboard"
             )
+            shown = [
+                await each.evaluate("() => [document.visibilityState, document.hasFocus()]")
+                for each in pages
+            ]
+            print(
+                f"  pages visible: {sum(v == 'visible' for v, _ in shown)}, focused: "
+                f"{sum(bool(f) for _, f in shown)} of {len(pages)}"
+            )
             newest = f"bulk-{args.workloads}"
             for each in pages:
                 await each.locator(f'tr[data-name="{newest}"]').wait_for()
