@@ -18,7 +18,13 @@ Then:
    memory per open dashboard. Then `--changes` times, one UPDATE of the state and reason of the
    newest workload (the first row of every table), committed in autocommit; every page's
    MutationObserver notes when its row shows the new reason (`Date.now()`); latency = that
-   moment - when the UPDATE returned (one clock: the same machine).
+   moment - when the UPDATE returned (one clock: the same machine). In segments: when aicp's
+   feed read the change and wrote it to each stream (its `aicp.streams.timing` DEBUG lines),
+   when each page's EventSource dispatched it (a listener added before the page's own), when
+   the row changed; and Chromium's CPU time per change beyond its idle pages'. The pages are
+   asked for their timings after the last change (`--ask-pages`: after each one).
+4. **Plain clients**: the same number of `/live` streams read by httpx in this process, and
+   `--changes` more changes: aicp's fan-out without a browser.
 """
 
 from __future__ import annotations
