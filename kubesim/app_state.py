@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from kubesim.clock import Clock
+    from kubesim.controllers.quota import QuotaBook
     from kubesim.store import Store
     from kubesim.watching import Watcher
 
@@ -29,6 +30,8 @@ class AppState:
     # Set by the Cluster: close every connection, refuse for T seconds, listen again.
     restart: Callable[[float], Awaitable[None]] | None = None
     http_watchers: set[Watcher] = field(default_factory=set)
+    # Kueue's queues while the controllers run (the visibility API reads them); else None.
+    queues: QuotaBook | None = None
 
 
 STATE: web.AppKey[AppState] = web.AppKey("kubesim_state", AppState)

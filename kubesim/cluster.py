@@ -135,6 +135,7 @@ class Cluster:
                     wait_for_pods_ready=self.wait_for_pods_ready,
                 )
                 await self._controllers.start()
+                self.state.queues = self._controllers.quota
 
     async def stop(self) -> None:
         """Stop the controllers and the server (idempotent; also ends a restart in progress,
@@ -144,6 +145,7 @@ class Cluster:
             self._stopping.set()
         if self._controllers is not None:
             controllers, self._controllers = self._controllers, None
+            self.state.queues = None
             await controllers.stop()
         await self._close_server()
         if self._restarting is not None:

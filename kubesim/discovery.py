@@ -1,10 +1,12 @@
 """Discovery documents (`/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, `/version`)
-so generic clients (kubectl, kubernetes_asyncio's dynamic client) find the served resources."""
+so generic clients (kubectl, kubernetes_asyncio's dynamic client) find the served resources,
+Kueue's visibility API (`kubesim.visibility`) among them."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubesim import visibility
 from kubesim.resources import SERVED, SHORT_NAMES, group_versions, subresources
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
@@ -29,24 +31,33 @@ def api_versions() -> dict[str, Any]:
     }
 
 
+def _versions(name: str) -> list[str]:
+    if name == visibility.GROUP:
+        return list(visibility.VERSIONS)
+    return sorted({rt.version for rt in SERVED if rt.group == name})
+
+
 def _group(name: str) -> dict[str, Any]:
-    versions = sorted({rt.version for rt in SERVED if rt.group == name})
+    versions = _versions(name)
     entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
     return {"name": name, "versions": entries, "preferredVersion": entries[-1]}
 
 
 def api_groups() -> dict[str, Any]:
-    names = sorted({rt.group for rt in SERVED if rt.group})
+    names = sorted({rt.group for rt in SERVED if rt.group} | {visibility.GROUP})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(n) for n in names]}
 
 
 def api_group(name: str) -> dict[str, Any] | None:
-    if not any(rt.group == name for rt in SERVED):
+    if not _versions(name):
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
 
 
 def resource_list(group_version: str) -> dict[str, Any] | None:
+    group, _, version = group_version.partition("/")
+    if group == visibility.GROUP:
+        return visibility.resource_list(version) if version in visibility.VERSIONS else None
     served = group_versions().get(group_version)
     if served is None:
         return None

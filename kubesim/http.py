@@ -14,7 +14,7 @@ import msgspec
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, patching, printing
+from kubesim import discovery, patching, printing, visibility
 from kubesim.admin import admin_routes
 from kubesim.app_state import STATE, AppState
 from kubesim.logs import serve_log
@@ -162,6 +162,17 @@ async def handle(request: web.Request) -> web.StreamResponse:
                 "the server does not allow this method on the requested resource",
             )
         return json_response(doc)
+    if visibility.serves(path):
+        if request.method != "GET":
+            raise StoreError(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        state = request.app[STATE]
+        return json_response(
+            visibility.pending_workloads(path, request.query, state.queues, state.store)
+        )
     route = parse(path)
     if route is None:
         raise _not_found_path()

@@ -3,20 +3,25 @@
 `RealCluster.start()` runs, in order, each waited for with a deadline:
 
 1. etcd (data in the cluster's directory, no fsync);
-2. kube-apiserver on 127.0.0.1 (RBAC, static tokens, a serving certificate from our own CA);
+2. kube-apiserver on 127.0.0.1 (RBAC, static tokens, a serving certificate from our own CA,
+   API aggregation with a front-proxy client certificate of its own CA);
 3. the Kueue CRDs, namespace `kueue-system`, and aicp's ClusterRole as the chart renders it,
    bound to the `aicp` user, whose token has nothing else (`aicp_kubeconfig`);
 4. kube-controller-manager and kube-scheduler;
 5. KWOK playing kubelet for `nodes` GPU nodes labelled as kubesim's fake GPU operator labels
    them (`nvidia.com/gpu.product`, memory, count...), their pods steered by the same
    `KUBESIM_*` container env the kubesim kubelet reads (see `pod-stages.yaml`);
-6. the Kueue manager, out of cluster, with its webhooks not registered.
+6. the Kueue manager, out of cluster, with its webhooks not registered, and its visibility
+   server (`visibility.kueue.x-k8s.io`, the pending workloads of each queue in Kueue's order)
+   on the machine's own address, registered with the apiserver as an `APIService` whose
+   selector-less Service has an EndpointSlice pointing at it.
 
 `stop()` stops them in reverse order. Each component logs to `<directory>/logs/<name>.log`.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
 import shutil
@@ -35,8 +40,16 @@ from realcluster.gpu_nodes import gpu_node
 
 HERE = Path(__file__).resolve().parent
 #: Kueue's manager reads its metrics serving pair from this fixed path when it does not manage
-#: certificates itself (metrics are off here; the files only have to exist).
+#: certificates itself (metrics are off here; the files only have to exist), and its visibility
+#: server's pair from the other. Kueue runs in a mount namespace of its own in which the
+#: cluster's directories are bound over both, so clusters never share them.
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")
+KUEUE_VISIBILITY_CERTS = Path("/visibility")
+#: The visibility API as the pinned Kueue serves it (v1beta2 preferred; v1beta1 too).
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
+VISIBILITY_SERVICE = "kueue-visibility-server"
+VISIBILITY_NAMESPACE = "kueue-system"
 
 #: Static token identities (token file rows). Components act as cluster admins, as they would
 #: with their bootstrap RBAC; aicp gets exactly the chart's ClusterRole.
@@ -78,7 +91,13 @@ class RealCluster:
             name: processes.free_port()
             for name in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")
         }
-        self.ports |= {name: processes.free_port() for name in ("kueue-webhook", "kueue-health")}
+        self.ports |= {
+            name: processes.free_port()
+            for name in ("kueue-webhook", "kueue-health", "kueue-visibility")
+        }
+        #: Where Kueue's visibility server listens: the machine's own address (an Endpoint
+        #: may not be loopback), found when the cluster starts.
+        self.visibility_address: str | None = None
         self.supervisor = processes.Supervisor(self.directory / "logs")
         self.pki: pki.Pki | None = None
         self.started_in: float | None = None
@@ -138,7 +157,15 @@ class RealCluster:
     def start(self) -> None:
         started = time.monotonic()
         try:
-            self.pki = pki.make_pki(self.directory / "pki")
+            self.visibility_address = processes.machine_address()
+            self.pki = pki.make_pki(
+                self.directory / "pki",
+                visibility_ip=self.visibility_address,
+                visibility_names=(
+                    f"{VISIBILITY_SERVICE}.{VISIBILITY_NAMESPACE}.svc",
+                    f"{VISIBILITY_SERVICE}.{VISIBILITY_NAMESPACE}.svc.cluster.local",
+                ),
+            )
             self._write_files()
             self._start_etcd()
             self._start_apiserver()
@@ -147,6 +174,7 @@ class RealCluster:
             self._start_scheduler()
             self._start_kwok()
             self._start_kueue()
+            self._register_visibility()
         except BaseException:
             self.stop()
             raise
@@ -222,12 +250,31 @@ class RealCluster:
                 "--profiling=false",
                 "--max-requests-inflight=1000",
                 "--max-mutating-requests-inflight=500",
+                *self._aggregation_flags(),
             ],
         )
         api = self.api()
         self.supervisor.wait(
             component, lambda: api.healthy("/readyz"), "/readyz", self.options.start_timeout
         )
+
+    def _aggregation_flags(self) -> list[str]:
+        """API aggregation: the apiserver forwards `/apis/visibility.kueue.x-k8s.io/...` to
+        Kueue's visibility server, naming the caller in headers that the server believes only
+        with the front proxy's client certificate; it dials the Endpoint (no kube-proxy runs
+        to serve a ClusterIP)."""
+        assert self.pki is not None
+        return [
+            f"--requestheader-client-ca-file={self.pki.front_proxy_ca_cert}",
+            f"--requestheader-allowed-names={pki.FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-uid-headers=X-Remote-Uid",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={self.pki.front_proxy_client_cert}",
+            f"--proxy-client-key-file={self.pki.front_proxy_client_key}",
+            "--enable-aggregator-routing=true",
+        ]
 
     def _install(self) -> None:
         api = self.api()
@@ -328,19 +375,60 @@ class RealCluster:
 
     def _start_kueue(self) -> None:
         assert self.pki is not None
-        webhook_certs = self.directory / "kueue-webhook"
-        webhook_certs.mkdir(exist_ok=True)
-        for directory in (webhook_certs, KUEUE_METRICS_CERTS):
-            _install_serving_pair(self.pki, directory)
+        webhook_certs, metrics_certs, visibility_certs = (
+            self.directory / name for name in ("kueue-webhook", "kueue-metrics", "kueue-visibility")
+        )
+        for directory in (webhook_certs, metrics_certs):
+            _install_pair(self.pki.serving_cert, self.pki.serving_key, directory)
+        _install_pair(self.pki.visibility_cert, self.pki.visibility_key, visibility_certs)
         config = self.directory / "kueue.yaml"
         config.write_text(yaml.safe_dump(self._kueue_config(webhook_certs), sort_keys=False))
+        kubeconfig = self.directory / "kueue.kubeconfig"
         component = self.supervisor.start(
             "kueue",
-            [self._bin("kueue"), f"--config={config}", "--zap-log-level=info"],
-            env={"KUBECONFIG": str(self.directory / "kueue.kubeconfig")},
+            # --kubeconfig, not only $KUBECONFIG: the visibility server delegates
+            # authentication and authorization to the apiserver through the flag's file.
+            [
+                self._bin("kueue"),
+                f"--config={config}",
+                f"--kubeconfig={kubeconfig}",
+                "--zap-log-level=info",
+            ],
+            env={"KUBECONFIG": str(kubeconfig)},
+            mounts={KUEUE_METRICS_CERTS: metrics_certs, KUEUE_VISIBILITY_CERTS: visibility_certs},
         )
         url = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
         self.supervisor.wait(component, lambda: kubeapi.http_ok(url), "/readyz", 60)
+
+    def _register_visibility(self) -> None:
+        """The Service (no selector), its EndpointSlice at the visibility server and one
+        `APIService` per version, trusting our CA; waited for until `Available`."""
+        assert self.pki is not None and self.visibility_address is not None
+        api = self.api()
+        namespace = f"/api/v1/namespaces/{VISIBILITY_NAMESPACE}"
+        api.apply(f"{namespace}/services/{VISIBILITY_SERVICE}", _visibility_service())
+        slices = f"/apis/discovery.k8s.io/v1/namespaces/{VISIBILITY_NAMESPACE}/endpointslices"
+        api.apply(
+            f"{slices}/{VISIBILITY_SERVICE}",
+            _visibility_endpoints(self.visibility_address, self.ports["kueue-visibility"]),
+        )
+        ca_bundle = base64.b64encode(self.pki.ca_cert.read_bytes()).decode()
+        names = []
+        for priority, version in zip((100, 90), VISIBILITY_VERSIONS, strict=True):
+            service = _visibility_api_service(version, priority, ca_bundle)
+            names.append(service["metadata"]["name"])
+            api.apply(f"/apis/apiregistration.k8s.io/v1/apiservices/{names[-1]}", service)
+        kueue = self.supervisor.components[-1]
+
+        def available() -> bool:
+            return all(
+                _condition_true(
+                    api.get(f"/apis/apiregistration.k8s.io/v1/apiservices/{name}"), "Available"
+                )
+                for name in names
+            )
+
+        self.supervisor.wait(kueue, available, f"APIService {names[0]} Available", 60)
 
     def _kueue_config(self, webhook_certs: Path) -> dict[str, Any]:
         return {
@@ -359,7 +447,11 @@ class RealCluster:
             "clientConnection": {"qps": 200, "burst": 400},
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": ["batch/job"]},
-            "featureGates": {"VisibilityOnDemand": False},
+            "featureGates": {"VisibilityOnDemand": True},
+            "visibilityServer": {
+                "bindAddress": self.visibility_address,
+                "bindPort": self.ports["kueue-visibility"],
+            },
             **self._wait_for_pods_ready(),
         }
 
@@ -401,24 +493,69 @@ def aicp_rbac(user: str) -> list[dict[str, Any]]:
     return [role, binding]
 
 
-def _install_serving_pair(certs: pki.Pki, directory: Path) -> None:
+def _install_pair(cert: Path, key: Path, directory: Path) -> None:
+    """`tls.crt` and `tls.key` in `directory`, as Kueue reads a pair."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(certs.serving_cert, directory / "tls.crt")
-        shutil.copyfile(certs.serving_key, directory / "tls.key")
+        shutil.copyfile(cert, directory / "tls.crt")
+        shutil.copyfile(key, directory / "tls.key")
     except OSError as exc:
         raise processes.ComponentError(
             f"real cluster: kueue needs a certificate pair in {directory}: {exc}"
         ) from exc
 
 
+def _visibility_service() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": VISIBILITY_SERVICE, "namespace": VISIBILITY_NAMESPACE},
+        "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP"}]},
+    }
+
+
+def _visibility_endpoints(address: str, port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": VISIBILITY_SERVICE,
+            "namespace": VISIBILITY_NAMESPACE,
+            "labels": {"kubernetes.io/service-name": VISIBILITY_SERVICE},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    }
+
+
+def _visibility_api_service(version: str, priority: int, ca_bundle: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": f"{version}.{VISIBILITY_GROUP}"},
+        "spec": {
+            "group": VISIBILITY_GROUP,
+            "version": version,
+            "groupPriorityMinimum": 100,
+            "versionPriority": priority,
+            "service": {"name": VISIBILITY_SERVICE, "namespace": VISIBILITY_NAMESPACE, "port": 443},
+            "caBundle": ca_bundle,
+        },
+    }
+
+
 def _namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+def _condition_true(obj: dict[str, Any], kind: str) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == kind and c["status"] == "True" for c in conditions)
+
+
 def _established(crd: dict[str, Any]) -> bool:
-    conditions = (crd.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+    return _condition_true(crd, "Established")
 
 
 def _node_ready(node: dict[str, Any]) -> bool:

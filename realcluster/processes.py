@@ -3,14 +3,18 @@ waited for with a deadline, all stopped in reverse order.
 
 A component is started in its own process group with `PR_SET_PDEATHSIG`, so it dies with the
 process that started it even when that one is killed with SIGKILL: an interrupted test run
-leaves no etcd or apiserver behind. A component that exits, or is not ready by its deadline,
-raises `ComponentError` with one line naming it and its log file.
+leaves no etcd or apiserver behind. A component that reads its files from fixed paths (Kueue's
+certificates) can be given a private mount namespace in which the cluster's own directories
+are bound over those paths, so two clusters on one machine never see each other's files. A
+component that exits, or is not ready by its deadline, raises `ComponentError` with one line
+naming it and its log file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import ipaddress
 import os
 import signal
 import socket
@@ -20,10 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
+_CLONE_NEWNS = 0x00020000
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
 
 
 class ComponentError(Exception):
@@ -62,9 +72,43 @@ def free_port() -> int:
         return port
 
 
+def machine_address() -> str:
+    """The machine's own IPv4 address (not loopback, not link-local): where a component must
+    listen when the apiserver is to reach it through an Endpoint, which may not be loopback."""
+    for addresses in psutil.net_if_addrs().values():
+        for address in addresses:
+            if address.family != socket.AF_INET:
+                continue
+            ip = ipaddress.IPv4Address(address.address)
+            if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+                return str(ip)
+    raise ComponentError("real cluster: this machine has no IPv4 address but loopback")
+
+
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _in_child(mounts: dict[Path, Path]) -> Callable[[], None]:
+    """What the child runs between fork and exec: die with its parent and, given `mounts`
+    (fixed path → the directory to see there), enter a mount namespace of its own, private
+    (nothing propagates back), in which each directory is bound over its path."""
+
+    def prepare() -> None:
+        _die_with_parent()
+        if not mounts:
+            return
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        if libc.unshare(_CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+        if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+            raise OSError(ctypes.get_errno(), "mount --make-rprivate /")
+        for target, source in mounts.items():
+            if libc.mount(bytes(source), bytes(target), None, _MS_BIND, None) != 0:
+                raise OSError(ctypes.get_errno(), f"mount --bind {source} {target}")
+
+    return prepare
 
 
 @dataclass
@@ -115,23 +159,40 @@ class Supervisor:
     label: str = "real cluster"
     """What the components belong to, first in error messages (`Component.label`)."""
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        *,
+        mounts: dict[Path, Path] | None = None,
+    ) -> Component:
+        """Start `argv` as component `name`; with `mounts` (fixed path → directory), in a
+        mount namespace of its own where each directory is seen at its fixed path."""
         if not Path(argv[0]).exists():
             raise ComponentError(
                 f"{self.label}: {name}: {argv[0]} does not exist (make real-cluster)"
             )
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
-        with log.open("ab") as out:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        try:
+            for target in mounts or {}:
+                target.mkdir(parents=True, exist_ok=True)  # the mount point, left empty
+            with log.open("ab") as out:
+                process = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **(env or {})},
+                    start_new_session=True,
+                    preexec_fn=_in_child(mounts or {}),
+                )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ComponentError(
+                f"{self.label}: {name} could not be started: {exc}"
+                + (" (its private mounts need root)" if mounts else "")
+            ) from exc
         component = Component(name, process, log, self.label)
         self.components.append(component)
         return component

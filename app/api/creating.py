@@ -6,25 +6,29 @@ once that transaction has committed. `CreateLease` does that when the applicatio
 the replica's `Reconciler` (key `"reconciler"`); without one (an API served alone) it rings the
 doorbell as every other write does.
 
-Order matters: `take()` runs inside the transaction, `committed()` only after it committed. A
-transaction that rolls back takes its lease row with it, and `committed()` is never called; a
-lease that was taken but never reported is freed by the reconciler's lease keeper.
+Order matters: `take()` runs inside the transaction, `committed()` only after it committed
+(`respond()` calls it once `respond_once` has). A transaction that rolls back takes its lease
+row with it, and `committed()` is never called; a lease that was taken but never reported is
+freed by the reconciler's lease keeper.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from app.api.idempotency import Create, respond_once
 from app.store.audit import ring_doorbell
 
 if TYPE_CHECKING:
     import uuid
 
+    from litestar import Request, Response
     from litestar.connection import ASGIConnection
 
+    from app.api.auth import Caller
     from app.domain.kinds import Kind
     from app.reconcile.engine import NewLease, Reconciler
-    from app.store.db import Connection
+    from app.store.db import Connection, Database
 
 STATE_KEY = "reconciler"
 
@@ -60,3 +64,12 @@ class CreateLease:
         if self._reconciler is not None and self._taken is not None:
             self._reconciler.lease_committed(self._taken)
             self._taken = None
+
+    async def respond(
+        self, request: Request[Any, Any, Any], db: Database, caller: Caller, create: Create
+    ) -> Response[bytes]:
+        """The 202 of the create (`respond_once`, which runs `create` in its transaction),
+        then, that transaction committed, `committed()`."""
+        response = await respond_once(request, db, caller, status=202, create=create)
+        self.committed()
+        return response

@@ -5,14 +5,34 @@ the controller observed), newest first, paginated. Readable by every member of t
 for as long as the resource exists.
 """
 
+import uuid
+
 from litestar import get
 from litestar.params import Parameter
 
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
-from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, Paging, PagingDep
+from app.domain.kinds import Kind
 from app.domain.workload_resources import EventList
 from app.store import events, pools, workloads
+from app.store.db import Connection
+
+
+async def _trail(
+    conn: Connection,
+    paging: Paging,
+    kind: Kind,
+    resource_id: uuid.UUID,
+    cursor: str | None,
+    limit: int,
+) -> EventList:
+    """A page of the events of `kind` `resource_id`; its cursors belong to that list alone."""
+    page = paging.list(f"{kind}-events", resource_id)
+    items, position = await events.page(
+        conn, kind=kind, resource_id=resource_id, after=page.after(cursor), limit=limit
+    )
+    return EventList(items=items, next_cursor=page.next(position))
 
 
 @get(
@@ -35,11 +55,7 @@ async def workload_events(
 ) -> EventList:
     async with db.connection() as conn:
         workload_id = await workloads.get_id(conn, caller.require_project(), name)
-        page = paging.list("workload-events", workload_id)
-        items, position = await events.page(
-            conn, kind="workload", resource_id=workload_id, after=page.after(cursor), limit=limit
-        )
-    return EventList(items=items, next_cursor=page.next(position))
+        return await _trail(conn, paging, "workload", workload_id, cursor, limit)
 
 
 @get(
@@ -61,11 +77,7 @@ async def pool_events(
 ) -> EventList:
     async with db.connection() as conn:
         pool_id = await pools.get_id(conn, caller.require_project(), pool)
-        page = paging.list("pool-events", pool_id)
-        items, position = await events.page(
-            conn, kind="pool", resource_id=pool_id, after=page.after(cursor), limit=limit
-        )
-    return EventList(items=items, next_cursor=page.next(position))
+        return await _trail(conn, paging, "pool", pool_id, cursor, limit)
 
 
 ROUTES = [workload_events, pool_events]

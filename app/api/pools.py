@@ -12,9 +12,9 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
-from app.api.idempotency import Created, IdempotencyKey, respond_once
+from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
-from app.api.preconditions import IfMatch, etag, expected_generation
+from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.domain.dry_runs import PoolDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.pool_resources import PoolList, PoolResource
@@ -39,10 +39,6 @@ def raise_violations(violations: list[Violation]) -> None:
     """422 validation-error listing every violation, if there is any."""
     if violations:
         raise ValidationFailed([FieldError(field, message) for field, message in violations])
-
-
-def _answer(pool: PoolResource, status: int) -> Response[PoolResource]:
-    return Response(pool, status_code=status, headers={"ETag": etag(pool.generation)})
 
 
 @post(
@@ -94,9 +90,7 @@ async def create_pool(
     if dry_run:
         created = await create_dry(request, db, create)
         return answer(PoolDryRun, created.resource, None, 202)
-    response = await respond_once(request, db, caller, status=202, create=create)
-    lease.committed()
-    return response
+    return await lease.respond(request, db, caller, create)
 
 
 @get(
@@ -131,7 +125,7 @@ async def list_pools(
 async def get_pool(caller: CallerDep, db: DbDep, pool: str = PoolPath) -> Response[PoolResource]:
     async with db.connection() as conn:
         found = await pools.get(conn, caller.require_project(), pool)
-    return _answer(found, 200)
+    return versioned(found, 200)
 
 
 @patch(
@@ -169,7 +163,7 @@ async def patch_pool(
         )
     if dry_run:
         return answer(PoolDryRun, updated, before, 202)
-    return _answer(updated, 202)
+    return versioned(updated, 202)
 
 
 @delete(
@@ -195,7 +189,7 @@ async def delete_pool(
         deleting = await pools.request_deletion(
             conn, caller.require_project(), pool, if_match=if_match, actor=caller.actor
         )
-    return _answer(deleting, 202)
+    return versioned(deleting, 202)
 
 
 ROUTES = [create_pool, list_pools, get_pool, patch_pool, delete_pool]

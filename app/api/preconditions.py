@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
+from litestar import Response
 from litestar.params import HeaderParameter
 
 from app.domain.errors import FieldError, ValidationFailed
@@ -44,3 +45,18 @@ def expected_generation(request: ASGIConnection[Any, Any, Any, Any]) -> int | No
 def etag(generation: int) -> str:
     """The ``ETag`` header value for a resource at ``generation``."""
     return f'"{generation}"'
+
+
+class Versioned(Protocol):
+    """A reconciled resource: its ``generation`` is its ``ETag``."""
+
+    @property
+    def generation(self) -> int: ...
+
+
+V = TypeVar("V", bound=Versioned)
+
+
+def versioned(resource: V, status: int = 200) -> Response[V]:
+    """``resource`` answered with ``status`` and its generation as ``ETag``."""
+    return Response(resource, status_code=status, headers={"ETag": etag(resource.generation)})

@@ -12,7 +12,7 @@ from app.api.dry_runs import DryRun, answer, create_dry, transaction
 from app.api.idempotency import Created, IdempotencyKey, respond_once
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
-from app.api.preconditions import IfMatch, etag, expected_generation
+from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.domain.dry_runs import ProjectDryRun
 from app.domain.naming import namespace_for, reserved_project_problem
 from app.domain.render import namespace_owner_labels
@@ -134,7 +134,7 @@ async def list_projects(
 async def get_project(caller: CallerDep, db: DbDep) -> Response[Project]:
     async with db.connection() as conn:
         project = await projects.get(conn, caller.require_project().name)
-    return Response(project, headers={"ETag": etag(project.generation)})
+    return versioned(project)
 
 
 @patch(
@@ -177,7 +177,7 @@ async def patch_project(
         )
     if dry_run:
         return answer(ProjectDryRun, project, before, 202)
-    return Response(project, status_code=202, headers={"ETag": etag(project.generation)})
+    return versioned(project, 202)
 
 
 @delete(

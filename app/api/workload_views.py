@@ -39,7 +39,7 @@ from app.domain.labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.render import render_job
 from app.domain.render.inputs import JobIdentity
 from app.domain.specs import WorkloadSpec
-from app.kube.apply import follow_pod_log, pod_logs
+from app.kube.apply import LogRead, follow_pod_log, pod_logs
 from app.kube.client import KubeClient
 from app.kube.errors import KubeError
 from app.kube.errors import NotFound as KubeNotFound
@@ -118,13 +118,9 @@ async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Manifest]:
     return sorted(items, key=lambda pod: str(pod["metadata"]["name"]))
 
 
-async def _pod_text(
-    kube: KubeClient, namespace: str, pod: str, tail: int, since: int | None
-) -> str:
+async def _pod_text(kube: KubeClient, namespace: str, pod: str, read: LogRead) -> str:
     try:
-        return await pod_logs(
-            kube, namespace, pod, container=MAIN_CONTAINER, tail_lines=tail, since_seconds=since
-        )
+        return await pod_logs(kube, namespace, pod, read)
     except KubeNotFound:
         return ""  # deleted between the list and the read: nothing to show for it
 
@@ -180,8 +176,7 @@ async def _followed(
     kube: KubeClient,
     namespace: str,
     pods: list[tuple[str, str]],
-    tail: int,
-    since: int | None,
+    read: LogRead,
     stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
     """Every pod's log as it is printed, line by line, each with its pod's prefix, until
@@ -192,14 +187,7 @@ async def _followed(
         prefix = label.encode()
         pending = b""
         try:
-            async for chunk in follow_pod_log(
-                kube,
-                namespace,
-                pod,
-                container=MAIN_CONTAINER,
-                tail_lines=tail,
-                since_seconds=since,
-            ):
+            async for chunk in follow_pod_log(kube, namespace, pod, read):
                 pending += chunk
                 *complete, pending = pending.split(b"\n")
                 for line in complete:
@@ -290,11 +278,10 @@ async def get_logs(
             raise NotFound(f"Workload {name!r} has no pods: this server runs without Kubernetes.")
         chosen = await _chosen_pods(kube, row, name, replica, rank)
         namespace = _identity(row).namespace
+        read = LogRead(MAIN_CONTAINER, tail, since_seconds)
         if follow:
-            return _follow_stream(
-                request, follows, held, kube, row, name, namespace, chosen, tail, since_seconds
-            )
-        body = await _joined_text(kube, namespace, chosen, tail, since_seconds)
+            return _follow_stream(request, follows, held, kube, row, name, namespace, chosen, read)
+        body = await _joined_text(kube, namespace, chosen, read)
         return Response(body, media_type="text/plain; charset=utf-8")
     except BaseException:
         if follows is not None and held is not None:
@@ -334,8 +321,7 @@ def _follow_stream(
     name: str,
     namespace: str,
     chosen: list[tuple[Manifest, str]],
-    tail: int,
-    since_seconds: int | None,
+    read: LogRead,
 ) -> Stream:
     """`follow=true`: the chosen pods that have started, streamed line by line (counted against
     the follow limits) until their containers end; 404 while none has started."""
@@ -349,9 +335,7 @@ def _follow_stream(
         _counted(
             follows,
             held,
-            _followed(
-                kube, namespace, started, tail, since_seconds, shutdown.stopping(request.app)
-            ),
+            _followed(kube, namespace, started, read, shutdown.stopping(request.app)),
         ),
         media_type="text/plain; charset=utf-8",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
@@ -362,16 +346,12 @@ async def _joined_text(
     kube: KubeClient,
     namespace: str,
     chosen: list[tuple[Manifest, str]],
-    tail: int,
-    since_seconds: int | None,
+    read: LogRead,
 ) -> str:
     """The chosen pods' last lines as one text: a single unprefixed pod's as it is, otherwise
     every line with its pod's prefix."""
     texts = [
-        (
-            label,
-            await _pod_text(kube, namespace, str(pod["metadata"]["name"]), tail, since_seconds),
-        )
+        (label, await _pod_text(kube, namespace, str(pod["metadata"]["name"]), read))
         for pod, label in chosen
     ]
     if len(texts) == 1 and not texts[0][0]:

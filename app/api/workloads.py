@@ -12,10 +12,10 @@ from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
-from app.api.idempotency import Created, IdempotencyKey, respond_once
+from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
-from app.api.preconditions import IfMatch, etag, expected_generation
+from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.api.standings import planned_admission, with_standings
 from app.api.watches import open_stream
 from app.domain.dry_runs import WorkloadDryRun
@@ -96,10 +96,6 @@ def state_filter_value(value: str | None) -> str | None:
     raise ValidationFailed([FieldError("state", f"must be one of {allowed}")], location="query")
 
 
-def _answer(workload: WorkloadResource, status: int) -> Response[WorkloadResource]:
-    return Response(workload, status_code=status, headers={"ETag": etag(workload.generation)})
-
-
 @post(
     PATH,
     opt=requires(Role.EDITOR),
@@ -152,9 +148,7 @@ async def create_workload(
 
         created = await create_dry(request, db, create_planned)
         return answer(WorkloadDryRun, created.resource, None, 202, admission=planned[0])
-    response = await respond_once(request, db, caller, status=202, create=create)
-    lease.committed()
-    return response
+    return await lease.respond(request, db, caller, create)
 
 
 STREAM_DOC = (
@@ -268,7 +262,7 @@ async def get_workload(
     async with db.connection() as conn:
         found = await workloads.get(conn, project, name)
         [found] = await with_standings(conn, project, [found])
-    return _answer(found, 200)
+    return versioned(found, 200)
 
 
 @put(
@@ -312,7 +306,7 @@ async def replace_workload(
         admission = await planned_admission(conn, project, data, replaced.uid) if dry_run else None
     if dry_run:
         return answer(WorkloadDryRun, replaced, before, 202, admission=admission)
-    return _answer(replaced, 202)
+    return versioned(replaced, 202)
 
 
 @delete(
@@ -338,7 +332,7 @@ async def delete_workload(
         deleting = await workloads.request_deletion(
             conn, caller.require_project(), name, if_match=if_match, actor=caller.actor
         )
-    return _answer(deleting, 202)
+    return versioned(deleting, 202)
 
 
 ROUTES = [

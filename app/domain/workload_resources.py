@@ -10,7 +10,8 @@ generation, and a status assembled from the row's `state`, `state_reason`,
      "admission": {"cluster_queue": str, "flavor": str, "admitted_at": RFC 3339},
      "nodes": [str], "accelerator": {"product": str, "memory_mib": int, "count": int},
      "attempts": int, "started_at": RFC 3339, "finished_at": RFC 3339, "exit_code": int,
-     "queue": QueueStanding (QUEUED only)}
+     "queue": QueueStanding (QUEUED only),
+     "kueue_workload": {"created_at": RFC 3339, "uid": str}}
 
 A QUEUED workload's reason starts with its standing's sentence (`Queued 3rd in pool h100-pool;
 likely to start in 12-25 min.`), as of the row's last write; the API recomputes both when it
@@ -49,6 +50,15 @@ class Admission(msgspec.Struct, kw_only=True):
     cluster_queue: Annotated[str, msgspec.Meta(examples=["aicp-research-h100-pool"])]
     flavor: Annotated[str | None, msgspec.Meta(examples=["h100-80g"])] = None
     admitted_at: datetime | None = None
+
+
+class KueueWorkloadRef(msgspec.Struct, kw_only=True):
+    """The Kueue Workload of the current Job as Kueue orders it in its queue (after the
+    priority): its creation time, in whole seconds as Kubernetes keeps it, then its uid.
+    Internal: not part of the API's status."""
+
+    created_at: datetime
+    uid: str
 
 
 class AcceleratorFacts(msgspec.Struct, kw_only=True):
@@ -95,6 +105,8 @@ class ObservedFacts(msgspec.Struct, kw_only=True):
     ranks: list[RankFacts] = []
     #: QUEUED: the standing the controller last wrote (app.reconcile.steps.planning).
     queue: QueueStanding | None = None
+    #: The current Job's Kueue Workload, for the queue's order (app.store.planning).
+    kueue_workload: KueueWorkloadRef | None = None
 
 
 class WorkloadStatus(msgspec.Struct, kw_only=True, omit_defaults=False):

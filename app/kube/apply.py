@@ -13,11 +13,12 @@ All writes wait for the client's token bucket first. Every function raises `Kube
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import aiohttp
 
-from app.domain.labels import FIELD_MANAGER
+from app.domain.labels import FIELD_MANAGER, MAIN_CONTAINER
 from app.kube.errors import Conflict, Invalid, KubeError, NotFound, from_status, translated
 from app.kube.metrics import KUBE_WRITES
 from app.kube.resources import JOBS, Resource, request, request_json, resource_of
@@ -216,54 +217,47 @@ async def remove_finalizer(
     return False
 
 
-async def pod_logs(
-    kube: KubeClient,
-    namespace: str,
-    pod: str,
-    *,
-    container: str = "main",
-    tail_lines: int = 100,
-    since_seconds: int | None = None,
-) -> str:
-    """The last `tail_lines` lines the container printed (the one live read the API serves)."""
-    extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
-    body = await request(
-        kube.core.read_namespaced_pod_log(
-            pod,
-            namespace,
-            container=container,
-            tail_lines=tail_lines,
-            _preload_content=False,
-            **extra,
-        )
-    )
+@dataclass(frozen=True, slots=True)
+class LogRead:
+    """Which lines of a container's log a read (or a follow) starts with."""
+
+    container: str = MAIN_CONTAINER
+    tail_lines: int = 100
+    since_seconds: int | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The `read_namespaced_pod_log` arguments (the raw body, not a decoded one)."""
+        params: dict[str, Any] = {
+            "container": self.container,
+            "tail_lines": self.tail_lines,
+            "_preload_content": False,
+        }
+        if self.since_seconds is not None:
+            params["since_seconds"] = self.since_seconds
+        return params
+
+
+async def pod_logs(kube: KubeClient, namespace: str, pod: str, read: LogRead = LogRead()) -> str:
+    """The last `read.tail_lines` lines the container printed (the one live read the API
+    serves)."""
+    body = await request(kube.core.read_namespaced_pod_log(pod, namespace, **read.params()))
     return body.decode(errors="replace")
 
 
 async def follow_pod_log(
-    kube: KubeClient,
-    namespace: str,
-    pod: str,
-    *,
-    container: str = "main",
-    tail_lines: int = 100,
-    since_seconds: int | None = None,
+    kube: KubeClient, namespace: str, pod: str, read: LogRead
 ) -> AsyncIterator[bytes]:
-    """What the container prints, as it prints it (`follow=true`): the last `tail_lines`
+    """What the container prints, as it prints it (`follow=true`): the last `read.tail_lines`
     lines first; ends when the container has terminated. A container that has not started is
     a `KubeError` (the server's 400)."""
-    extra: dict[str, Any] = {} if since_seconds is None else {"since_seconds": since_seconds}
     with translated():
         response: Any = await kube.logs.read_namespaced_pod_log(
             pod,
             namespace,
-            container=container,
-            tail_lines=tail_lines,
             follow=True,
-            _preload_content=False,
             # No total: a follow lasts as long as the container runs.
             _request_timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-            **extra,
+            **read.params(),
         )
     try:
         if response.status != 200:

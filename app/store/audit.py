@@ -63,3 +63,35 @@ async def record_event(
 async def ring_doorbell(conn: Connection, kind: Kind, resource_id: uuid.UUID) -> None:
     """Wake the reconcilers about ``kind:id`` when (and only if) this transaction commits."""
     await conn.execute(QUERIES["ring_doorbell"], f"{kind}:{resource_id}")
+
+
+async def record_change(
+    conn: Connection,
+    *,
+    project_id: uuid.UUID,
+    kind: Kind,
+    resource_id: uuid.UUID,
+    resource_name: str,
+    type: EventType,
+    message: str,
+    generation: int,
+    actor: str,
+    reason: EventReason | None = None,
+    doorbell: bool = True,
+) -> None:
+    """A write to a reconciled resource: its event at ``generation`` and, unless ``doorbell``
+    is False (the caller leases the resource in this transaction instead), its doorbell."""
+    await record_event(
+        conn,
+        project_id=project_id,
+        kind=kind,
+        resource_id=resource_id,
+        resource_name=resource_name,
+        type=type,
+        reason=reason,
+        message=message,
+        generation=generation,
+        actor=actor,
+    )
+    if doorbell:
+        await ring_doorbell(conn, kind, resource_id)

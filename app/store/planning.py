@@ -62,18 +62,24 @@ def entry_of(row: Any) -> Entry:
     observed = row["observed"] or {}
     holding = row["state"] in _HOLDING
     held_since = None
-    if holding and row["observed_generation"] == row["generation"]:
+    current = row["observed_generation"] == row["generation"]
+    if holding and current:
         held_since = _time((observed.get("admission") or {}).get("admitted_at"))
+    # Kueue orders by its Workload's creation (whole seconds) and uid; until the Workload is
+    # seen, by when the generation was accepted (its Job, and so its Workload, follow).
+    workload = (observed.get("kueue_workload") or {}) if current else {}
+    queued_since = _time(workload.get("created_at")) or row["generation_at"]
     return Entry(
         id=row["id"],
         name=row["name"],
         priority=PRIORITY_VALUES[spec.priority],
-        queued_since=row["generation_at"],
+        queued_since=queued_since,
         demand=demand_of(spec),
         max_runtime_seconds=spec.max_runtime_seconds,
         holding=holding,
         held_since=held_since,
         labels=_labels(spec.labels),
+        kueue_uid=str(workload.get("uid") or ""),
     )
 
 

@@ -32,13 +32,13 @@ from app.domain.errors import (
     NotFound,
     ValidationFailed,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventReason, EventType
 from app.domain.pool_resources import DEFAULT_POOL_REASON, PoolResource, pool_from_row
 from app.domain.project_limits import Holding, limits_from, overruns
 from app.domain.validation import is_name
-from app.store.audit import record_event, ring_doorbell
+from app.store.audit import record_change
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.projects import ensure_project_live
 from app.store.queries import QUERIES
@@ -147,10 +147,10 @@ async def create(
             ]
         ) from exc
     if row is None:
-        holder = await conn.fetchrow(QUERIES["pool_by_name"], project.id, body.name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Compute pool", body.name, being_deleted=deleting)
-    await record_event(
+        raise await taken(
+            conn, "Compute pool", body.name, QUERIES["pool_by_name"], project.id, body.name
+        )
+    await record_change(
         conn,
         project_id=project.id,
         kind=KIND,
@@ -161,9 +161,8 @@ async def create(
         message=f"Compute pool {body.name} accepted at generation 1.",
         generation=1,
         actor=actor,
+        doorbell=doorbell,
     )
-    if doorbell:
-        await ring_doorbell(conn, "pool", pool_id)
     return pool_from_row(row, project.name)
 
 
@@ -231,7 +230,7 @@ async def update_quota(
         raise BeingDeleted(f"Compute pool {name!r} is being deleted and cannot be changed.")
     await check_project_limits(conn, project, row["accelerator_class"], quota, pool_id=row["id"])
     generation = await conn.fetchval(QUERIES["pool_update_quota"], row["id"], _quota_dict(quota))
-    await record_event(
+    await record_change(
         conn,
         project_id=project.id,
         kind=KIND,
@@ -246,7 +245,6 @@ async def update_quota(
         generation=generation,
         actor=actor,
     )
-    await ring_doorbell(conn, "pool", row["id"])
     return await get(conn, project, name)
 
 
@@ -258,7 +256,7 @@ async def _delete_finished_workloads(
     for workload in await conn.fetch(
         QUERIES["pool_finished_workloads_delete"], pool_id, FINISHED_WORKLOAD_DELETING_REASON
     ):
-        await record_event(
+        await record_change(
             conn,
             project_id=project.id,
             kind="workload",
@@ -271,7 +269,6 @@ async def _delete_finished_workloads(
             generation=workload["generation"],
             actor=actor,
         )
-        await ring_doorbell(conn, "workload", workload["id"])
 
 
 async def request_deletion(
@@ -294,7 +291,7 @@ async def request_deletion(
         generation = await conn.fetchval(
             QUERIES["request_pool_deletion"], row["id"], DELETING_REASON
         )
-        await record_event(
+        await record_change(
             conn,
             project_id=project.id,
             kind=KIND,
@@ -306,5 +303,4 @@ async def request_deletion(
             generation=generation,
             actor=actor,
         )
-        await ring_doorbell(conn, "pool", row["id"])
     return await get(conn, project, name)

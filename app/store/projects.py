@@ -11,7 +11,6 @@ from app.domain.errors import (
     LimitBelowAllocation,
     NotFound,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventType
 from app.domain.naming import namespace_for
@@ -23,7 +22,8 @@ from app.domain.project_limits import (
     overruns,
 )
 from app.domain.resources import Project, Status
-from app.store.audit import record_event, ring_doorbell
+from app.store.audit import record_change
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
 
@@ -69,7 +69,7 @@ async def _recorded(
 ) -> Project:
     """After a change to the project: its event at the row's generation, its doorbell, and the
     project as the row now holds it."""
-    await record_event(
+    await record_change(
         conn,
         project_id=project_id,
         kind="project",
@@ -80,7 +80,6 @@ async def _recorded(
         actor=actor,
         generation=row["generation"],
     )
-    await ring_doorbell(conn, "project", project_id)
     return project_from_row(row)
 
 
@@ -110,9 +109,7 @@ async def create(
         stored_limits,
     )
     if row is None:
-        holder = await conn.fetchrow(QUERIES["project_by_name"], name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Project", name, being_deleted=deleting)
+        raise await taken(conn, "Project", name, QUERIES["project_by_name"], name)
     return await _recorded(
         conn,
         row,

@@ -43,13 +43,16 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class CachedToken:
-    """A valid project token, as `authenticate_token` read it."""
+class TokenIdentity:
+    """What a presented project token resolves to, as `authenticate_token` read it; the cache
+    holds only valid ones (neither revoked nor expired)."""
 
     id: uuid.UUID
     project_id: uuid.UUID
     project_name: str
     role: str
+    revoked: bool
+    expired: bool
     expires_at: datetime | None
 
 
@@ -87,7 +90,7 @@ class TokenCache:
 
     def __init__(self, listener: Listener, *, max_entries: int) -> None:
         self.listener = listener
-        self._entries: dict[bytes, CachedToken] = {}
+        self._entries: dict[bytes, TokenIdentity] = {}
         self.max_entries = max_entries
         self.generation = 0
         self.listening = asyncio.Event()
@@ -98,7 +101,7 @@ class TokenCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, digest: bytes) -> CachedToken | None:
+    def get(self, digest: bytes) -> TokenIdentity | None:
         """The cached token with this digest, if it is cached, unexpired and the cache live."""
         if not self.listening.is_set():
             return None
@@ -110,7 +113,7 @@ class TokenCache:
             return None
         return found
 
-    def put(self, digest: bytes, token: CachedToken, generation: int) -> None:
+    def put(self, digest: bytes, token: TokenIdentity, generation: int) -> None:
         """Remember `token`, read from the database when `self.generation` was `generation`."""
         if generation != self.generation or not self.listening.is_set():
             return  # a change (or a lost connection) came between the read and now

@@ -16,7 +16,7 @@ from app.domain.resources import Token, TokenCreated
 from app.store.audit import record_event
 from app.store.paging import NIL_UUID, Position, fetch_page
 from app.store.queries import QUERIES
-from app.store.token_cache import CachedToken
+from app.store.token_cache import TokenIdentity
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,19 +42,6 @@ def digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 
 
-@dataclass(frozen=True)
-class TokenIdentity:
-    """What a presented project token resolves to."""
-
-    id: uuid.UUID
-    project_id: uuid.UUID
-    project_name: str
-    role: str
-    revoked: bool
-    expired: bool
-    expires_at: datetime | None
-
-
 async def authenticate_cached(
     db: Database,
     cache: TokenCache | None,
@@ -73,25 +60,14 @@ async def authenticate_cached(
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
-            return TokenIdentity(
-                id=hit.id,
-                project_id=hit.project_id,
-                project_name=hit.project_name,
-                role=hit.role,
-                revoked=False,
-                expired=False,
-                expires_at=hit.expires_at,
-            )
+            return hit
     if before_read is not None:
         before_read()
     generation = cache.generation if cache is not None else 0
     async with db.connection() as conn:
         found = await _read_token(conn, key)
     if cache is not None and found is not None and not (found.revoked or found.expired):
-        cached = CachedToken(
-            found.id, found.project_id, found.project_name, found.role, found.expires_at
-        )
-        cache.put(key, cached, generation)
+        cache.put(key, found, generation)
     return found
 
 

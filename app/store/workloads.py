@@ -24,7 +24,6 @@ from app.domain.errors import (
     FieldError,
     NotFound,
     check_generation,
-    name_taken,
 )
 from app.domain.events import EventReason, EventType
 from app.domain.node_fit import check_fits_node
@@ -32,7 +31,8 @@ from app.domain.specs import Quota
 from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
-from app.store.audit import record_event, ring_doorbell
+from app.store.audit import record_change
+from app.store.creates import taken
 from app.store.paging import NIL_UUID, ByteBound, Position, fetch_page
 from app.store.queries import QUERIES
 
@@ -167,10 +167,10 @@ async def create(
         actor,
     )
     if row is None:
-        holder = await conn.fetchrow(QUERIES["workload_by_name"], project.id, spec.name)
-        deleting = holder is not None and holder["deletion_requested_at"] is not None
-        raise name_taken("Workload", spec.name, being_deleted=deleting)
-    await record_event(
+        raise await taken(
+            conn, "Workload", spec.name, QUERIES["workload_by_name"], project.id, spec.name
+        )
+    await record_change(
         conn,
         project_id=project.id,
         kind=KIND,
@@ -182,9 +182,8 @@ async def create(
         f"{spec.compute_pool}.",
         generation=1,
         actor=actor,
+        doorbell=doorbell,
     )
-    if doorbell:
-        await ring_doorbell(conn, "workload", workload_id)
     return workload_from_row(row, project.name)
 
 
@@ -346,7 +345,7 @@ async def replace(
         _replaced_reason(generation),
     )
     assert row is not None  # this transaction holds the row lock
-    await record_event(
+    await record_change(
         conn,
         project_id=project.id,
         kind=KIND,
@@ -358,7 +357,6 @@ async def replace(
         generation=generation,
         actor=actor,
     )
-    await ring_doorbell(conn, "workload", current["id"])
     return workload_from_row(row, project.name)
 
 
@@ -372,7 +370,7 @@ async def request_deletion(
         return workload_from_row(current, project.name)
     row = await conn.fetchrow(QUERIES["request_workload_deletion"], current["id"], DELETING_REASON)
     assert row is not None  # this transaction holds the row lock
-    await record_event(
+    await record_change(
         conn,
         project_id=project.id,
         kind=KIND,
@@ -384,5 +382,4 @@ async def request_deletion(
         generation=current["generation"],
         actor=actor,
     )
-    await ring_doorbell(conn, "workload", current["id"])
     return workload_from_row(row, project.name)

@@ -1,7 +1,9 @@
 """Kueue's scheduler: admits pending Workloads into their ClusterQueue's quota.
 
-Workloads wait per ClusterQueue, ordered by priority then creation (BestEffortFIFO: one that
-does not fit is passed over and later ones may go first; StrictFIFO: the head blocks the queue).
+Workloads wait per ClusterQueue, ordered by priority, then creation (in whole seconds, as
+stored), then uid, as Kueue orders them (kubesim's uids rise in creation order). BestEffortFIFO:
+one that does not fit is passed over and later ones may go first; StrictFIFO: the head blocks
+the queue.
 A cycle for a ClusterQueue runs whenever something that could change its answer happens: a
 Workload arrives or leaves, quota is released, or a ClusterQueue, LocalQueue, ResourceFlavor or
 Namespace changes (so a raised `nominalQuota` admits waiting Workloads).
@@ -113,6 +115,7 @@ class KueueScheduler:
             old.seq if old else next(self._seq),
             demands_of(wl),
             message,
+            uid=meta.get("uid", ""),
         )
         self._book.put_pending(entry)
         # A change of status only (e.g. our own Pending message) needs no new cycle: that

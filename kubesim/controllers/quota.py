@@ -51,6 +51,7 @@ class Pending:
     seq: int
     podsets: tuple[PodSetDemand, ...]
     message: str | None = None  # the QuotaReserved=False message last written
+    uid: str = ""  # the Workload's: Kueue's order after priority and creation second
     # What the flavor assigner's answer depends on: equal signatures get equal answers.
     signature: tuple[object, ...] = field(init=False, repr=False)
     requests_anything: bool = field(init=False, repr=False)
@@ -62,8 +63,8 @@ class Pending:
         )
         self.requests_anything = any(p.per_pod and p.count for p in self.podsets)
 
-    def order(self) -> tuple[int, str, int]:
-        return (-self.priority, self.created, self.seq)
+    def order(self) -> tuple[int, str, str, int]:
+        return (-self.priority, self.created, self.uid, self.seq)
 
 
 def demands_of(workload: Obj) -> tuple[PodSetDemand, ...]:

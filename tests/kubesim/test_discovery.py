@@ -20,7 +20,11 @@ async def test_discovery_lists_every_served_resource(kube_cluster):
     _, core, _ = await raw("GET", f"{kube_cluster.url}/api/v1")
     _, kueue, _ = await raw("GET", f"{kube_cluster.url}/apis/kueue.x-k8s.io/v1beta2")
     _, version, _ = await raw("GET", f"{kube_cluster.url}/version")
-    assert {g["name"] for g in groups["groups"]} == {"batch", "kueue.x-k8s.io"}
+    assert {g["name"] for g in groups["groups"]} == {
+        "batch",
+        "kueue.x-k8s.io",
+        "visibility.kueue.x-k8s.io",
+    }
     assert {"namespaces", "nodes", "pods", "pods/status", "pods/log", "events"} <= {
         r["name"] for r in core["resources"]
     }

@@ -133,3 +133,74 @@ def test_a_launcher_killed_with_sigkill_takes_its_components_with_it(tmp_path: P
         finally:
             if launcher.poll() is None:
                 launcher.kill()
+
+
+def test_kubectl_reads_kueues_visibility_api_through_aggregation(
+    real_cluster: RealBackend, tmp_path: Path
+) -> None:
+    cluster = real_cluster.cluster
+    api = cluster.api()
+    for version in ("v1beta2", "v1beta1"):
+        service = api.get(
+            f"/apis/apiregistration.k8s.io/v1/apiservices/{version}.visibility.kueue.x-k8s.io"
+        )
+        assert service["spec"]["caBundle"] and not service["spec"].get("insecureSkipTLSVerify")
+        assert {c["type"]: c["status"] for c in service["status"]["conditions"]} == {
+            "Available": "True"
+        }
+    slices = api.get("/apis/discovery.k8s.io/v1/namespaces/kueue-system/endpointslices")
+    [endpoint] = [e for s in slices["items"] for e in s["endpoints"]]
+    assert not endpoint["addresses"][0].startswith("127.")  # an Endpoint may not be loopback
+
+    kueue = "/apis/kueue.x-k8s.io/v1beta2"
+    api.request("POST", "/api/v1/namespaces", _namespace("visibility-probe"))
+    api.request("POST", f"{kueue}/resourceflavors", _kueue("ResourceFlavor", "visibility-probe"))
+    queue = _kueue("ClusterQueue", "visibility-probe")
+    queue["spec"] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {"name": "visibility-probe", "resources": [{"name": "cpu", "nominalQuota": 1}]}
+                ],
+            }
+        ],
+    }
+    api.request("POST", f"{kueue}/clusterqueues", queue)
+    local = _kueue("LocalQueue", "probe")
+    local["spec"] = {"clusterQueue": "visibility-probe"}
+    api.request("POST", f"{kueue}/namespaces/visibility-probe/localqueues", local)
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    group = "/apis/visibility.kueue.x-k8s.io/v1beta2"
+    try:
+        for path in (
+            f"{group}/clusterqueues/visibility-probe/pendingworkloads",
+            f"{group}/namespaces/visibility-probe/localqueues/probe/pendingworkloads?limit=5",
+        ):
+            deadline = time.monotonic() + 30  # until Kueue's cache has the new queues
+            while True:
+                done = subprocess.run(
+                    [cluster.build.binary("kubectl"), "get", "--raw", path],
+                    env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+                    capture_output=True,
+                    text=True,
+                )
+                if done.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert done.returncode == 0, done.stderr
+            answer = json.loads(done.stdout)
+            assert (answer["kind"], answer["items"]) == ("PendingWorkloadsSummary", [])
+    finally:
+        api.request("DELETE", f"{kueue}/clusterqueues/visibility-probe")
+        api.request("DELETE", f"{kueue}/resourceflavors/visibility-probe")
+        api.request("DELETE", "/api/v1/namespaces/visibility-probe")
+
+
+def _namespace(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _kueue(kind: str, name: str) -> dict[str, object]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": name}}

@@ -97,6 +97,8 @@ class JobBuilder:
             "metadata": {
                 "name": f"job-{name}"[:247] + f"-{digest}",
                 "namespace": job["metadata"]["namespace"],
+                "uid": f"wl-{self.job_uid}",
+                "creationTimestamp": CREATED,
                 "finalizers": ["kueue.x-k8s.io/resource-in-use"],
                 "labels": {"kueue.x-k8s.io/job-uid": self.job_uid},
             },

@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 import msgspec
 
 from app.domain.classify.evidence import Evidence, merge_evidence
-from app.domain.workload_resources import AcceleratorFacts, Admission, JobRef, ObservedFacts
+from app.domain.workload_resources import (
+    AcceleratorFacts,
+    Admission,
+    JobRef,
+    KueueWorkloadRef,
+    ObservedFacts,
+)
 from tests.support.kube_builders import make_job, make_node
 
 AT = datetime(2026, 8, 1, 10, 0, 1, tzinfo=UTC)
@@ -18,6 +24,7 @@ FINISHED = datetime(2026, 8, 1, 10, 2, 5, tzinfo=UTC)
 def test_a_successful_run_records_job_admission_node_accelerator_and_times() -> None:
     scenario = make_job("train-7b").admitted().succeeded(node="gpu-node-1").build()
     assert scenario.job is not None
+    job_uid = scenario.job["metadata"]["uid"]
 
     evidence = scenario.classify().evidence
 
@@ -32,6 +39,9 @@ def test_a_successful_run_records_job_admission_node_accelerator_and_times() -> 
         started_at=STARTED,
         finished_at=FINISHED,
         exit_code=0,
+        kueue_workload=KueueWorkloadRef(
+            created_at=datetime(2026, 8, 1, 10, 0, 0, tzinfo=UTC), uid=f"wl-{job_uid}"
+        ),
     )
 
 
@@ -51,6 +61,7 @@ def test_the_evidence_encodes_to_the_api_status_field_names() -> None:
         "exit_code",
         "ranks",
         "queue",
+        "kueue_workload",  # the planner's (Kueue's queue order), not shown by the API
     }
     assert encoded["admission"]["admitted_at"] == "2026-08-01T10:00:01Z"
     assert encoded["accelerator"] == {
@@ -150,3 +161,18 @@ def test_merging_after_a_group_restart_drops_how_the_earlier_job_ended() -> None
     assert merged.job == second.job
     assert merged.exit_code is None and merged.finished_at is None and merged.ranks == []
     assert merged.nodes == ["gpu-node-1"]  # where the workload ran, over every attempt
+
+
+def test_the_evidence_records_the_kueue_workload_as_kueue_orders_it() -> None:
+    built = make_job().build()
+    evidence = built.classify().evidence
+
+    assert built.workload is not None
+    assert evidence.kueue_workload is not None
+    assert evidence.kueue_workload.uid == built.workload["metadata"]["uid"]
+    assert evidence.kueue_workload.created_at == datetime.fromisoformat(
+        built.workload["metadata"]["creationTimestamp"]
+    )
+    # Kept from the record while the objects no longer show it (e.g. a Job deleted by hand).
+    merged = merge_evidence(evidence, msgspec.structs.replace(evidence, kueue_workload=None))
+    assert merged.kueue_workload == evidence.kueue_workload

@@ -39,6 +39,7 @@ from app.domain.workload_resources import (
     AcceleratorFacts,
     Admission,
     JobRef,
+    KueueWorkloadRef,
     ObservedFacts,
     RankFacts,
 )
@@ -232,7 +233,16 @@ def gather_evidence(
         finished_at=_finished_at(job),
         exit_code=_exit_code(job, pods),
         ranks=_ranks(pods, nodes) if context.nodes > 1 else [],
+        kueue_workload=_kueue_workload(workload),
     )
+
+
+def _kueue_workload(workload: KubeObject | None) -> KueueWorkloadRef | None:
+    created = parse_time(field(workload, "metadata", "creationTimestamp"))
+    uid = field(workload, "metadata", "uid")
+    if created is None or not uid:
+        return None
+    return KueueWorkloadRef(created_at=created, uid=str(uid))
 
 
 def _ranks(pods: list[KubeObject], nodes: Mapping[str, KubeObject]) -> list[RankFacts]:
@@ -286,7 +296,12 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
     """
     if _another_job(recorded, current):
         recorded = msgspec.structs.replace(
-            recorded, started_at=None, finished_at=None, exit_code=None, ranks=[]
+            recorded,
+            started_at=None,
+            finished_at=None,
+            exit_code=None,
+            ranks=[],
+            kueue_workload=None,
         )
     return Evidence(
         job=current.job or recorded.job,
@@ -298,6 +313,7 @@ def merge_evidence(recorded: Evidence, current: Evidence) -> Evidence:
         finished_at=current.finished_at or recorded.finished_at,
         exit_code=current.exit_code if current.exit_code is not None else recorded.exit_code,
         ranks=_merge_ranks(recorded.ranks, current.ranks),
+        kueue_workload=current.kueue_workload or recorded.kueue_workload,
     )
 
 

@@ -3,13 +3,15 @@
 Every pool renders a ClusterQueue of its own (`app.domain.render.queues.render_cluster_queue`)
 with Kueue's default queueing strategy, `BestEffortFIFO`, no cohort and no fair sharing. Kueue
 then orders the pending workloads of the queue by priority (higher first), then by the
-creation time of their Kueue Workload (older first); a head that does not fit does not block
-the ones behind it (unlike `StrictFIFO`): the next one that fits is admitted. A preempted
-workload keeps its Workload, so it keeps its place by creation time.
+creation time of their Kueue Workload (older first, in whole seconds as Kubernetes keeps it),
+then by the Workloads' uids; a head that does not fit does not block the ones behind it
+(unlike `StrictFIFO`): the next one that fits is admitted. A preempted workload keeps its
+Workload, so it keeps its place.
 
 The Workload is created with the Job, and aicp creates a Job for each generation: the order
-time here is when the current generation was accepted (`generation_at`), a few milliseconds
-before its Job, so the order of two workloads is the order of their Jobs.
+time here is the Workload's creation and its uid once the controller has seen it
+(`observed.kueue_workload`), before that when the current generation was accepted
+(`generation_at`, a few milliseconds before its Job).
 """
 
 from __future__ import annotations
@@ -109,16 +111,18 @@ class Entry:
     holding: bool = False
     held_since: datetime | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    #: The uid of its Kueue Workload once seen: Kueue's order after priority and creation.
+    kueue_uid: str = ""
 
     @property
     def stem(self) -> str:
         return name_stem(self.name)
 
 
-def order_key(entry: Entry) -> tuple[int, datetime, uuid.UUID]:
-    """Kueue's order of pending workloads: higher priority first, then older first (the id
-    breaks ties of equal times, as Kueue's key does)."""
-    return (-entry.priority, entry.queued_since, entry.id)
+def order_key(entry: Entry) -> tuple[int, datetime, str, uuid.UUID]:
+    """Kueue's order of pending workloads: higher priority first, then older first, then by
+    the Workloads' uids (Kueue keeps creation times in whole seconds, so a burst ties)."""
+    return (-entry.priority, entry.queued_since, entry.kueue_uid, entry.id)
 
 
 def in_queue_order(entries: list[Entry]) -> list[Entry]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.domain.events import EventReason, EventType
 from app.domain.states import ResourceState, WorkloadState
@@ -22,6 +22,7 @@ from app.store.audit import record_event
 
 if TYPE_CHECKING:
     import uuid
+    from collections.abc import Awaitable, Callable
 
     from app.domain.kinds import Kind
     from app.domain.kube_objects import Manifest
@@ -29,10 +30,12 @@ if TYPE_CHECKING:
     from app.kube.client import KubeClient
     from app.kube.informers import Informers
     from app.reconcile.fencing import Fence
-    from app.store.db import Database
+    from app.store.db import Connection, Database
     from app.store.reconciling import Written
 
 log = logging.getLogger("aicp.reconcile")
+
+R = TypeVar("R")
 
 #: How often the gauges counted from the database (live workloads by state, stuck deletions)
 #: are refreshed, at most (each reads a partial index whose size follows the live rows); steps
@@ -184,6 +187,17 @@ class StepContext:
             actor=self.actor,
             once_key=event.once_key,
         )
+
+    async def read_row(
+        self, read: Callable[[Connection, uuid.UUID], Awaitable[R | None]], resource_id: uuid.UUID
+    ) -> R | None:
+        """The step's row as `read` gives it (None: the resource is gone, the step releases
+        it); a row found refreshes the gauges first (`refresh_gauges`)."""
+        async with self.db.connection() as conn:
+            row = await read(conn, resource_id)
+        if row is not None:
+            await self.refresh_gauges()
+        return row
 
     async def refresh_gauges(self) -> None:
         """Recount live workloads by state and stuck deletions, at most every few seconds, and

@@ -116,13 +116,11 @@ class PoolStep:
     async def __call__(self, pool_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
         await ctx.routes.load(ctx.db)
-        async with ctx.db.connection() as conn:
-            row = await reconciling.load_pool(conn, pool_id)
+        row = await ctx.read_row(reconciling.load_pool, pool_id)
         if row is None:
             self._forget(pool_id)
             return Result.release()
         ctx.routes.learn(row.project, row.name, row.id)
-        await ctx.refresh_gauges()
         identity = _identity(row)
         binding = msgspec.convert(row.binding, BindingPut)
         if row.deleting:

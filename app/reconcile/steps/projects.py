@@ -67,11 +67,9 @@ class ProjectStep:
 
     async def __call__(self, project_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
-        async with ctx.db.connection() as conn:
-            row = await reconciling.load_project(conn, project_id)
+        row = await ctx.read_row(reconciling.load_project, project_id)
         if row is None:
             return Result.release()
-        await ctx.refresh_gauges()
         if row.deleting:
             return await self._delete(fence, row)
         await self._apply_priority_classes(fence)

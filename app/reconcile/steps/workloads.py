@@ -145,11 +145,9 @@ class WorkloadStep:
 
     async def __call__(self, workload_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
-        async with ctx.db.connection() as conn:
-            row = await reconciling.load_workload(conn, workload_id)
+        row = await ctx.read_row(reconciling.load_workload, workload_id)
         if row is None:
             return Result.release()
-        await ctx.refresh_gauges()
         spec = spec_of(row)
         if row.deleting:
             return await deletion.delete_workload(ctx, fence, row, spec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.kube.apply import apply, delete, delete_job, get, pod_logs, remove_finalizer
+from app.kube.apply import LogRead, apply, delete, delete_job, get, pod_logs, remove_finalizer
 from app.kube.client import KubeClient
 from app.kube.errors import Invalid, NotFound, TooManyRequests, Unavailable
 from app.kube.resources import CLUSTER_QUEUES, JOBS, NAMESPACES, PODS, RESOURCE_FLAVORS
@@ -178,7 +178,7 @@ async def test_pod_logs_return_the_last_lines_the_container_printed(
 
 async def _logs(kube: KubeClient, namespace: str, pod: str, tail: int) -> str:
     try:
-        return await pod_logs(kube, namespace, pod, tail_lines=tail)
+        return await pod_logs(kube, namespace, pod, LogRead(tail_lines=tail))
     except NotFound:
         return ""
 

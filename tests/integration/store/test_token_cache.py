@@ -11,7 +11,7 @@ import pytest
 
 from app.store import projects, tokens
 from app.store.db import Database
-from app.store.token_cache import CachedToken, TokenCache
+from app.store.token_cache import TokenCache, TokenIdentity
 from tests.support.listening import listening
 from tests.support.waiting import wait_until
 
@@ -62,7 +62,7 @@ async def test_any_statement_changing_a_token_drops_every_cached_token(
 async def test_a_lookup_that_raced_a_change_does_not_store_its_answer(
     db: Database, cache: TokenCache
 ) -> None:
-    token = CachedToken(uuid.uuid4(), uuid.uuid4(), "p", "viewer", None)
+    token = TokenIdentity(uuid.uuid4(), uuid.uuid4(), "p", "viewer", False, False, None)
     read_at = cache.generation
     cache.drop_all()  # a notification arrived while the database read was under way
     cache.put(b"digest", token, read_at)
