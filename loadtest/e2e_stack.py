@@ -56,6 +56,8 @@ class Stack:
     kubesim_pid: int
     #: Stops aicp (SIGTERM) and starts it again on the same port; sets `aicp_pid`.
     restart_aicp: Callable[[], Awaitable[None]] | None = None
+    #: aicp's output (`aicp.log`, then `aicp-restarted.log`), while the stack runs.
+    log_dir: Path | None = None
 
     def cpu_seconds(self, pid: int) -> float:
         """User + system CPU time a process has used so far (Linux `/proc`)."""
@@ -83,22 +85,44 @@ async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes
 
 @contextlib.asynccontextmanager
 async def e2e_stack(
-    admin_url: str, *, aicp_repo: Path = REPO, sim_nodes: int = 2, **aicp_env: str
+    admin_url: str,
+    *,
+    aicp_repo: Path = REPO,
+    sim_nodes: int = 2,
+    debug_loggers: tuple[str, ...] = (),
+    **aicp_env: str,
 ) -> AsyncIterator[Stack]:
     """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
-    commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each)."""
+    commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each);
+    `debug_loggers`: aicp's loggers that log at DEBUG (the others stay at INFO)."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env, aicp_repo, sim_nodes) as stack,
+        _processes(database_url, aicp_env, aicp_repo, sim_nodes, debug_loggers) as stack,
     ):
         yield stack
 
 
 @contextlib.asynccontextmanager
 async def _processes(
-    database_url: str, aicp_env: dict[str, str], aicp_repo: Path, sim_nodes: int = 2
+    database_url: str,
+    aicp_env: dict[str, str],
+    aicp_repo: Path,
+    sim_nodes: int = 2,
+    debug_loggers: tuple[str, ...] = (),
 ) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
+    serve = [sys.executable, "-m", "app", "serve"]
+    if debug_loggers:
+        # `python -m app serve`, with these loggers set to DEBUG first (logging's setup
+        # leaves a logger's own level alone).
+        serve = [
+            sys.executable,
+            "-c",
+            "import logging, sys\n"
+            f"for name in {list(debug_loggers)!r}: logging.getLogger(name).setLevel('DEBUG')\n"
+            "from app.__main__ import main\n"
+            "sys.exit(main(['serve']))",
+        ]
     try:
         with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
             directory = Path(tmp)
@@ -124,26 +148,27 @@ async def _processes(
                 "AICP_LOG_FORMAT": "console",
                 **aicp_env,
             }
-            aicp = _start(
-                [sys.executable, "-m", "app", "serve"], env, directory / "aicp.log", aicp_repo
-            )
+            aicp = _start(serve, env, directory / "aicp.log", aicp_repo)
             processes.insert(0, aicp)
             line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
             aicp_url = line.rsplit(" ", 1)[1].strip()
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-            stack = Stack(aicp_url, kubesim_url, database_url, headers, aicp.pid, kubesim.pid)
+            stack = Stack(
+                aicp_url,
+                kubesim_url,
+                database_url,
+                headers,
+                aicp.pid,
+                kubesim.pid,
+                log_dir=directory,
+            )
             await _wait_ready(aicp_url)
 
             async def restart() -> None:
                 stop(processes.pop(0), 20)
                 port = aicp_url.rsplit(":", 1)[1]
                 log = directory / "aicp-restarted.log"
-                again = _start(
-                    [sys.executable, "-m", "app", "serve"],
-                    {**env, "AICP_HTTP_PORT": port},
-                    log,
-                    aicp_repo,
-                )
+                again = _start(serve, {**env, "AICP_HTTP_PORT": port}, log, aicp_repo)
                 processes.insert(0, again)
                 await _wait_for_line(log, "serving on", again)
                 stack.aicp_pid = again.pid

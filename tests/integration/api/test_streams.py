@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -314,3 +315,26 @@ async def test_a_platform_admins_stream_ends_once_its_project_is_being_deleted(
         await stream.end(timeout=10.0)  # the feed checks its projects every 5 s
         assert time.monotonic() - started < 10.0
         assert stream.seen == []
+
+
+async def test_the_timing_log_tells_when_the_feed_read_a_change_and_when_its_stream_wrote_it(
+    api: Scenario, sql: asyncpg.Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aicp.streams.timing")
+    await api.setup_pool(wait=False)
+    await api.submit("timed")
+    async with open_stream(api.client, f"{WORKLOADS}/timed/watch") as stream:
+        await stream.next()
+        before = time.time()
+        await observe(sql, "timed", "QUEUED")
+        number = int((await stream.next()).id or 0)
+        lines: dict[str, float] = {}
+        deadline = time.monotonic() + 5
+        while len(lines) < 2 and time.monotonic() < deadline:
+            for record in caplog.records:
+                parts = record.getMessage().split()
+                if record.name == "aicp.streams.timing" and parts[1] == str(number):
+                    lines[parts[2]] = float(parts[3])
+            await asyncio.sleep(0.01)
+        assert set(lines) == {"read", "written"}
+        assert before - 1 <= lines["read"] <= lines["written"] <= time.time()
