@@ -12,6 +12,7 @@ import signal
 import sys
 
 from kubesim.cluster import Cluster
+from kubesim.command import LISTENING
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -63,7 +64,7 @@ async def run(args: argparse.Namespace) -> None:
     try:
         if args.kubeconfig_out:
             cluster.write_kubeconfig(args.kubeconfig_out)
-        print(f"kubesim listening on {cluster.url}", flush=True)
+        print(f"{LISTENING}{cluster.url}", flush=True)
         await stop.wait()
     finally:
         await cluster.stop()

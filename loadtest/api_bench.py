@@ -36,6 +36,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kubesim.command import command as kubesim_command
+from loadtest.children import spawn, stop
 from tests.support.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,30 +104,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 @contextlib.contextmanager
 def kubesim(directory: Path) -> Iterator[Path]:
     """kubesim's API server in a subprocess; yields the path of its kubeconfig."""
     kubeconfig = directory / "kubeconfig"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--no-controllers",
-            "--kubeconfig-out",
-            str(kubeconfig),
-        ],
+        kubesim_command(kubeconfig, "--no-controllers"),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -138,7 +122,7 @@ def kubesim(directory: Path) -> Iterator[Path]:
             time.sleep(0.1)
         yield kubeconfig
     finally:
-        _stop(proc)
+        stop(proc, 15)
 
 
 @contextlib.asynccontextmanager
@@ -163,19 +147,13 @@ async def served(pg: str, token: str) -> AsyncIterator[tuple[str, int]]:
     }
     # The service logs to a file: an unread pipe would fill up and stall it mid-run.
     log = stack.enter_context((directory / "app.log").open("w+b"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    proc = spawn([sys.executable, "-m", "app", "serve"], env, log)
     base = f"http://127.0.0.1:{port}"
     try:
         await _wait_ready(base, proc, directory / "app.log")
         yield base, proc.pid
     finally:
-        _stop(proc)
+        stop(proc, 15)
         stack.close()
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         await admin.close()

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ from typing import Any
 
 import httpx
 
+from kubesim.command import command as kubesim_command
+from loadtest.children import spawn, stop
 from loadtest.databases import scratch_database
 from tests.support.scenario import Scenario
 
@@ -53,6 +56,8 @@ class Stack:
     kubesim_pid: int
     #: Stops aicp (SIGTERM) and starts it again on the same port; sets `aicp_pid`.
     restart_aicp: Callable[[], Awaitable[None]] | None = None
+    #: aicp's output (`aicp.log`, then `aicp-restarted.log`), while the stack runs.
+    log_dir: Path | None = None
 
     def cpu_seconds(self, pid: int) -> float:
         """User + system CPU time a process has used so far (Linux `/proc`)."""
@@ -64,7 +69,7 @@ def _start(
     argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO
 ) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return spawn(argv, env, out, cwd)
 
 
 async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes]) -> str:
@@ -78,50 +83,52 @@ async def _wait_for_line(log: Path, needle: str, process: subprocess.Popen[bytes
     raise SystemExit(f"no {needle!r} in {log}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @contextlib.asynccontextmanager
 async def e2e_stack(
-    admin_url: str, *, aicp_repo: Path = REPO, sim_nodes: int = 2, **aicp_env: str
+    admin_url: str,
+    *,
+    aicp_repo: Path = REPO,
+    sim_nodes: int = 2,
+    debug_loggers: tuple[str, ...] = (),
+    **aicp_env: str,
 ) -> AsyncIterator[Stack]:
     """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
-    commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each)."""
+    commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each);
+    `debug_loggers`: aicp's loggers that log at DEBUG (the others stay at INFO)."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env, aicp_repo, sim_nodes) as stack,
+        _processes(database_url, aicp_env, aicp_repo, sim_nodes, debug_loggers) as stack,
     ):
         yield stack
 
 
 @contextlib.asynccontextmanager
 async def _processes(
-    database_url: str, aicp_env: dict[str, str], aicp_repo: Path, sim_nodes: int = 2
+    database_url: str,
+    aicp_env: dict[str, str],
+    aicp_repo: Path,
+    sim_nodes: int = 2,
+    debug_loggers: tuple[str, ...] = (),
 ) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
+    serve = [sys.executable, "-m", "app", "serve"]
+    if debug_loggers:
+        # `python -m app serve`, with these loggers set to DEBUG first (logging's setup
+        # leaves a logger's own level alone).
+        serve = [
+            sys.executable,
+            "-c",
+            "import logging, sys\n"
+            f"for name in {list(debug_loggers)!r}: logging.getLogger(name).setLevel('DEBUG')\n"
+            "from app.__main__ import main\n"
+            "sys.exit(main(['serve']))",
+        ]
     try:
         with tempfile.TemporaryDirectory(prefix="aicp-e2e-") as tmp:
             directory = Path(tmp)
             kubeconfig = directory / "kubeconfig"
             kubesim = _start(
-                [
-                    sys.executable,
-                    "-m",
-                    "kubesim",
-                    "--port",
-                    "0",
-                    "--kubeconfig-out",
-                    str(kubeconfig),
-                    "--nodes",
-                    str(sim_nodes),
-                ],
+                kubesim_command(kubeconfig, "--nodes", str(sim_nodes)),
                 {**os.environ},
                 directory / "kubesim.log",
             )
@@ -141,26 +148,27 @@ async def _processes(
                 "AICP_LOG_FORMAT": "console",
                 **aicp_env,
             }
-            aicp = _start(
-                [sys.executable, "-m", "app", "serve"], env, directory / "aicp.log", aicp_repo
-            )
+            aicp = _start(serve, env, directory / "aicp.log", aicp_repo)
             processes.insert(0, aicp)
             line = await _wait_for_line(directory / "aicp.log", "serving on", aicp)
             aicp_url = line.rsplit(" ", 1)[1].strip()
             headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-            stack = Stack(aicp_url, kubesim_url, database_url, headers, aicp.pid, kubesim.pid)
+            stack = Stack(
+                aicp_url,
+                kubesim_url,
+                database_url,
+                headers,
+                aicp.pid,
+                kubesim.pid,
+                log_dir=directory,
+            )
             await _wait_ready(aicp_url)
 
             async def restart() -> None:
-                _stop(processes.pop(0))
+                stop(processes.pop(0), 20)
                 port = aicp_url.rsplit(":", 1)[1]
                 log = directory / "aicp-restarted.log"
-                again = _start(
-                    [sys.executable, "-m", "app", "serve"],
-                    {**env, "AICP_HTTP_PORT": port},
-                    log,
-                    aicp_repo,
-                )
+                again = _start(serve, {**env, "AICP_HTTP_PORT": port}, log, aicp_repo)
                 processes.insert(0, again)
                 await _wait_for_line(log, "serving on", again)
                 stack.aicp_pid = again.pid
@@ -169,10 +177,10 @@ async def _processes(
             stack.restart_aicp = restart
             yield stack
             for process in processes:
-                _stop(process)
+                stop(process, 20)
     finally:
         for process in processes:
-            _stop(process)
+            stop(process, 20)
 
 
 async def _wait_ready(url: str, timeout: float = 120.0) -> None:
@@ -191,3 +199,22 @@ def scenario(client: httpx.AsyncClient) -> Scenario:
     return Scenario(
         client, project=PROJECT, pool=POOL, defaults=DEFAULTS, wait_timeout=60.0, interval=0.02
     )
+
+
+#: The label selector of everything aicp applies.
+MANAGED = "app.kubernetes.io/managed-by=aicp"
+
+
+async def watch_managed(
+    sim: httpx.AsyncClient, path: str, opened: asyncio.Event
+) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+    """Each watch event of kubesim's `path` (e.g. `/api/v1/pods`) for what aicp manages, with the
+    `time.perf_counter()` it arrived at; sets `opened` once the watch is open."""
+    params = {"watch": "true", "labelSelector": MANAGED, "timeoutSeconds": "3600"}
+    async with sim.stream("GET", path, params=params, timeout=None) as response:
+        response.raise_for_status()
+        opened.set()
+        async for line in response.aiter_lines():
+            now = time.perf_counter()
+            if line:
+                yield now, json.loads(line)

@@ -27,6 +27,7 @@ from app.kube.apply import apply
 from app.kube.client import KubeClient, KubeSettings
 from app.kube.resources import JOBS
 from app.kube.watching import Informer
+from kubesim.command import command as kubesim_command
 from loadtest.latency import report
 
 NAMESPACE = "aicp-bench"
@@ -53,7 +54,7 @@ def job(name: str, revision: int) -> dict[str, Any]:
 
 def start_kubesim(kubeconfig: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "kubesim", "--port", "0", "--kubeconfig-out", str(kubeconfig)],
+        kubesim_command(kubeconfig),
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parent.parent,

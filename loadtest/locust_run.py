@@ -14,7 +14,6 @@ import argparse
 import contextlib
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest.api_bench import NO_RATE_LIMITS
+from loadtest.children import spawn, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "loadtest" / "reports"
@@ -90,13 +90,7 @@ def dev_service(state: Path, database_url: str | None) -> Iterator[tuple[str, st
     if database_url is not None:
         env["DATABASE_URL"] = database_url
     log = (state / "aicp.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "dev"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    proc = spawn([sys.executable, "-m", "app", "dev"], env, log)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -107,12 +101,7 @@ def dev_service(state: Path, database_url: str | None) -> Iterator[tuple[str, st
             time.sleep(0.2)
         yield url, (state / "admin-token").read_text().strip()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, 30)
         log.close()
 
 

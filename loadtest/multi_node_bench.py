@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import time
@@ -26,10 +25,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario
+from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario, watch_managed
 from tests.support.scenario import Scenario
-
-MANAGED = "app.kubernetes.io/managed-by=aicp"
 
 
 class Running:
@@ -57,19 +54,12 @@ class Running:
 
 
 async def watch_pods(sim: httpx.AsyncClient, running: Running, opened: asyncio.Event) -> None:
-    params = {"watch": "true", "labelSelector": MANAGED, "timeoutSeconds": "3600"}
-    async with sim.stream("GET", "/api/v1/pods", params=params, timeout=None) as response:
-        response.raise_for_status()
-        opened.set()
-        async for line in response.aiter_lines():
-            now = time.perf_counter()
-            if not line:
-                continue
-            obj = json.loads(line).get("object") or {}
-            metadata = obj.get("metadata") or {}
-            uid = (metadata.get("labels") or {}).get("aicp.dev/uid")
-            if uid and (obj.get("status") or {}).get("phase") == "Running":
-                running.saw(uid, str(metadata.get("name")), now)
+    async for now, event in watch_managed(sim, "/api/v1/pods", opened):
+        obj = event.get("object") or {}
+        metadata = obj.get("metadata") or {}
+        uid = (metadata.get("labels") or {}).get("aicp.dev/uid")
+        if uid and (obj.get("status") or {}).get("phase") == "Running":
+            running.saw(uid, str(metadata.get("name")), now)
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -11,7 +11,9 @@ same time:
 - the noisy project's viewer opens `--follows` log follows (`logs?follow=true`) of one of its
   running workloads and keeps them open;
 - the quiet project's editor submits one workload every `--quiet-interval` seconds and polls
-  it with GET every 100 ms until it is RUNNING (at most `--quiet-timeout` seconds).
+  it with GET every 100 ms until it is RUNNING (at most `--quiet-timeout` seconds), from a
+  process of its own: its timings hold aicp's answer and the network, not the flood's client
+  work (1,500 posts and 100 follows on one event loop would delay its reads of the answers).
 
 Prints the quiet project's GET latency (p50/p99 over every poll) and submit → RUNNING time
 (p50/p99/max; a workload that never ran within the timeout counts as the timeout), and what
@@ -30,12 +32,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import multiprocessing
 import secrets
 import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +71,48 @@ class Figures:
     bad_token_reads: float = 0.0
     aicp_cpu: float = 0.0
     wall: float = 0.0
+
+    def add_quiet(self, quiet: Figures) -> None:
+        """What the quiet project's own process measured."""
+        self.get_latencies += quiet.get_latencies
+        self.to_running += quiet.to_running
+        self.never_ran += quiet.never_ran
+        self.quiet_posts += quiet.quiet_posts
+        self.post_latencies += quiet.post_latencies
+
+
+@dataclass(frozen=True)
+class QuietUser:
+    """The quiet project's editor: submits one workload every `interval` seconds for
+    `seconds`, each polled until RUNNING for `timeout` seconds at most."""
+
+    base: str
+    token: str
+    seconds: float
+    interval: float
+    timeout: float
+
+
+def quiet_user(user: QuietUser) -> Figures:
+    """`user`'s submissions and polls, measured in a process of its own: the quiet project's
+    client is another machine's, and its timings must not include the flood's client work
+    (the 1,500 posts, their answers and the 100 follows' lines share no event loop with it)."""
+    return asyncio.run(_quiet_user(user))
+
+
+async def _quiet_user(user: QuietUser) -> Figures:
+    fig = Figures()
+    async with aiohttp.ClientSession(timeout=TIMEOUT) as session:
+        tasks: list[asyncio.Task[None]] = []
+        started, n = time.monotonic(), 0
+        while time.monotonic() - started < user.seconds:
+            tasks.append(
+                asyncio.create_task(quiet_one(session, user.base, user.token, n, user.timeout, fig))
+            )
+            n += 1
+            await asyncio.sleep(user.interval)
+        await asyncio.gather(*tasks)
+    return fig
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -201,6 +247,15 @@ async def quiet_one(
 async def run(args: argparse.Namespace) -> Figures:
     fig = Figures()
     env = dict(item.split("=", 1) for item in args.aicp_env)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as executor:
+        executor.submit(int).result()  # the quiet user's process is up before the flood
+        return await _run(args, env, executor, fig)
+
+
+async def _run(
+    args: argparse.Namespace, env: dict[str, str], executor: ProcessPoolExecutor, fig: Figures
+) -> Figures:
     async with e2e_stack(args.pg, aicp_repo=args.aicp_repo, **env) as stack:
         base = stack.aicp_url
         connector = aiohttp.TCPConnector(limit=256)
@@ -221,33 +276,21 @@ async def run(args: argparse.Namespace) -> Figures:
             await asyncio.sleep(1.0)  # the follows are open before the flood begins
             spy = _profile(stack.aicp_pid, args.flood_seconds, args.profile)
             cpu, wall = stack.cpu_seconds(stack.aicp_pid), time.monotonic()
-            quiet: list[asyncio.Task[None]] = []
-
-            async def quiet_loop() -> None:
-                started, n = time.monotonic(), 0
-                while time.monotonic() - started < args.flood_seconds:
-                    quiet.append(
-                        asyncio.create_task(
-                            quiet_one(
-                                session, base, tokens[f"{QUIET}-editor"], n, args.quiet_timeout, fig
-                            )
-                        )
-                    )
-                    n += 1
-                    await asyncio.sleep(args.quiet_interval)
-
-            await asyncio.gather(
-                flood(
-                    session,
+            quiet = asyncio.get_running_loop().run_in_executor(
+                executor,
+                quiet_user,
+                QuietUser(
                     base,
-                    tokens[f"{NOISY}-editor"],
-                    args.flood_rate,
+                    tokens[f"{QUIET}-editor"],
                     args.flood_seconds,
-                    fig,
+                    args.quiet_interval,
+                    args.quiet_timeout,
                 ),
-                quiet_loop(),
             )
-            await asyncio.gather(*quiet)
+            await flood(
+                session, base, tokens[f"{NOISY}-editor"], args.flood_rate, args.flood_seconds, fig
+            )
+            fig.add_quiet(await quiet)
             fig.aicp_cpu = stack.cpu_seconds(stack.aicp_pid) - cpu
             fig.wall = time.monotonic() - wall
             if spy is not None:

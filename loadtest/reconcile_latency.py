@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections import defaultdict
@@ -41,10 +40,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario
+from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario, watch_managed
 from loadtest.latency import report
-
-MANAGED = "app.kubernetes.io/managed-by=aicp"
 
 
 class Seen:
@@ -73,25 +70,17 @@ class Seen:
 
 async def watch(sim: httpx.AsyncClient, path: str, seen: Seen, opened: asyncio.Event) -> None:
     """Record Job ADDEDs as `job` and pod phases as `pod:<phase>`, until cancelled."""
-    params = {"watch": "true", "labelSelector": MANAGED, "timeoutSeconds": "3600"}
-    async with sim.stream("GET", path, params=params, timeout=None) as response:
-        response.raise_for_status()
-        opened.set()
-        async for line in response.aiter_lines():
-            now = time.perf_counter()
-            if not line:
-                continue
-            event = json.loads(line)
-            obj = event.get("object") or {}
-            uid = ((obj.get("metadata") or {}).get("labels") or {}).get("aicp.dev/uid")
-            if uid is None:
-                continue
-            if obj.get("kind") == "Job" and event["type"] == "ADDED":
-                seen.record(uid, "job", now)
-            elif obj.get("kind") == "Pod":
-                phase = (obj.get("status") or {}).get("phase")
-                if phase:
-                    seen.record(uid, f"pod:{phase}", now)
+    async for now, event in watch_managed(sim, path, opened):
+        obj = event.get("object") or {}
+        uid = ((obj.get("metadata") or {}).get("labels") or {}).get("aicp.dev/uid")
+        if uid is None:
+            continue
+        if obj.get("kind") == "Job" and event["type"] == "ADDED":
+            seen.record(uid, "job", now)
+        elif obj.get("kind") == "Pod":
+            phase = (obj.get("status") or {}).get("phase")
+            if phase:
+                seen.record(uid, f"pod:{phase}", now)
 
 
 async def job_creation(

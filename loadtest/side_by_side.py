@@ -57,6 +57,7 @@ from loadtest.api_bench import (
     process_cpu,
     setup,
 )
+from loadtest.children import spawn, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = f"/api/v1/projects/{PROJECT}/workloads"
@@ -112,15 +113,6 @@ class Server:
 
 def _pinned(cpu: int, argv: list[str]) -> list[str]:
     return ["taskset", "-c", str(cpu), *argv] if shutil.which("taskset") else argv
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 async def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
@@ -259,14 +251,8 @@ async def both_servers(
                 **NO_RATE_LIMITS,
             }
             aicp_log = stack.enter_context((directory / "aicp.log").open("w+b"))
-            aicp = subprocess.Popen(
-                _pinned(0, [sys.executable, "-m", "app", "serve"]),
-                cwd=ROOT,
-                env=env,
-                stdout=aicp_log,
-                stderr=subprocess.STDOUT,
-            )
-            stack.callback(_stop, aicp)
+            aicp = spawn(_pinned(0, [sys.executable, "-m", "app", "serve"]), env, aicp_log)
+            stack.callback(stop, aicp, 20)
             aicp_url = f"http://127.0.0.1:{aicp_port}"
             await _wait_ready(f"{aicp_url}/readyz", aicp, directory / "aicp.log")
             editor = await setup(aicp_url, admin_token)
@@ -280,20 +266,16 @@ async def both_servers(
                     **changes,
                 }
                 variant_log = stack.enter_context((directory / f"aicp-{name}.log").open("w+b"))
-                variant = subprocess.Popen(
-                    _pinned(0, [sys.executable, "-m", "app", "serve"]),
-                    cwd=ROOT,
-                    env=variant_env,
-                    stdout=variant_log,
-                    stderr=subprocess.STDOUT,
+                variant = spawn(
+                    _pinned(0, [sys.executable, "-m", "app", "serve"]), variant_env, variant_log
                 )
-                stack.callback(_stop, variant)
+                stack.callback(stop, variant, 20)
                 url = f"http://127.0.0.1:{port}"
                 await _wait_ready(f"{url}/readyz", variant, directory / f"aicp-{name}.log")
                 others.append(Server(f"aicp[{name}]", url, editor, variant.pid, seeded=True))
             await copy_setup(aicp_db, cmp_db)
             cmp_log = stack.enter_context((directory / "comparison.log").open("w+b"))
-            comparison = subprocess.Popen(
+            comparison = spawn(
                 _pinned(
                     0,
                     [
@@ -303,12 +285,10 @@ async def both_servers(
                         str(cmp_port),
                     ],
                 ),
-                cwd=ROOT,
-                env={**os.environ, "DATABASE_URL": cmp_db},
-                stdout=cmp_log,
-                stderr=subprocess.STDOUT,
+                {**os.environ, "DATABASE_URL": cmp_db},
+                cmp_log,
             )
-            stack.callback(_stop, comparison)
+            stack.callback(stop, comparison, 20)
             cmp_url = f"http://127.0.0.1:{cmp_port}"
             await _wait_ready(f"{cmp_url}/healthz", comparison, directory / "comparison.log")
             yield [

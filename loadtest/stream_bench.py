@@ -43,6 +43,7 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from loadtest.api_bench import NO_RATE_LIMITS, bench_pool, kubesim
+from loadtest.children import spawn, stop
 from loadtest.databases import with_database
 from tests.support.pg_fixtures import answers
 
@@ -110,20 +111,12 @@ async def served(pg: str, token: str, watchers: int) -> AsyncIterator[tuple[int,
         app = None
         try:
             log = (directory / "app.log").open("wb")
-            app = subprocess.Popen(
-                [sys.executable, "-m", "app", "serve"],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+            app = spawn([sys.executable, "-m", "app", "serve"], env, log)
             await _wait_ready(port, app, directory / "app.log")
             yield port, app.pid, url
         finally:
             if app is not None:
-                app.terminate()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    app.wait(timeout=15)
+                stop(app, 15)
             await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
             await admin.close()
 

@@ -52,7 +52,7 @@ from app.domain.errors import StoreUnavailable, TooManyStreams
 from app.observability.metrics import STREAM_DROPS, STREAM_EVENTS, STREAMS_OPEN
 from app.store import changes
 from app.store.db import UNAVAILABLE_ERRORS
-from app.streams.subscriptions import Change, Subscription
+from app.streams.subscriptions import TIMING, Change, Subscription
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -352,6 +352,8 @@ class ChangeFeed:
         if not subs:
             return
         change = Change(row, next(iter(subs)).project)
+        if TIMING.isEnabledFor(logging.DEBUG):
+            TIMING.debug("change %d read %.6f", change.number, time.time())
         before = self.delivered
         for sub in list(subs):
             sub.offer(change)

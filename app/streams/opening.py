@@ -9,6 +9,8 @@ The stream is an async iterator of SSE chunks; `app.api.watches` answers it over
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from app.domain.errors import NotFound, ResumeExpired
@@ -16,7 +18,7 @@ from app.domain.workload_resources import workload_from_row
 from app.store import changes
 from app.store.paging import chunk_rows
 from app.store.workloads import WorkloadFilter
-from app.streams.subscriptions import Change, Subscription, event_frame
+from app.streams.subscriptions import TIMING, Change, Subscription, event_frame
 
 if TYPE_CHECKING:
     import uuid
@@ -180,7 +182,10 @@ async def _frames(
             async for frame in first:
                 yield frame
             sub.go_live()
+        timed = TIMING.isEnabledFor(logging.DEBUG)
         while (chunk := await sub.next_chunk()) is not None:
-            yield chunk
+            yield chunk  # back here once the server has written it to the connection
+            if timed:
+                TIMING.debug("change %d written %.6f", sub.newest, time.time())
     finally:
         feed.unsubscribe(sub)

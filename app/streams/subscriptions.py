@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from app.store.workloads import WorkloadFilter
 
 log = logging.getLogger("aicp.streams")
+#: Per change, when the feed read it and when each stream wrote it out (wall clock, DEBUG;
+#: off unless this logger is set to DEBUG: `loadtest/dashboard_bench.py` measures with it).
+TIMING = logging.getLogger("aicp.streams.timing")
 
 HEARTBEAT = b": heartbeat\n\n"
 
@@ -116,6 +119,7 @@ class Subscription:
     _queued: int = 0
     _waiter: asyncio.Future[None] | None = None
     sent_at: float = field(default_factory=time.monotonic)  # when a chunk last went out
+    newest: int = 0  # the number of the newest change queued (what `TIMING` reports)
 
     @property
     def single(self) -> bool:
@@ -157,6 +161,7 @@ class Subscription:
         if shown is not None and change.number <= shown:
             return  # the first read already showed it
         with_id = change.number >= self.ids_from
+        self.newest = change.number
         if not change.deleted and self.filters.match(change.row):
             if shown is None and (self.resumed_from is None or change.created):
                 kind = "ADDED"

@@ -217,18 +217,24 @@ def _queue_lines(queue: dict[str, Any] | None) -> list[tuple[str, Any]]:
     ]
 
 
+def _lineage(resource: dict[str, Any]) -> list[tuple[str, Any]]:
+    """`describe`'s UID, generation (and the one observed) and creation lines of a resource."""
+    observed = (resource.get("status") or {}).get("observed_generation")
+    created = resource.get("created_at")
+    return [
+        ("UID", resource.get("uid")),
+        ("Generation", f"{resource.get('generation')} (observed {observed})"),
+        ("Created", f"{created} ({age(created)} ago) by {resource.get('created_by')}"),
+    ]
+
+
 def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
     spec, status = w.get("spec") or {}, w.get("status") or {}
     lines: list[tuple[str, Any]] = [
         ("Name", w["name"]),
         ("Project", w.get("project")),
         ("Compute pool", w.get("compute_pool")),
-        ("UID", w.get("uid")),
-        ("Generation", f"{w.get('generation')} (observed {status.get('observed_generation')})"),
-        (
-            "Created",
-            f"{w.get('created_at')} ({age(w.get('created_at'))} ago) by {w.get('created_by')}",
-        ),
+        *_lineage(w),
     ]
     _section("", lines)
     command = " ".join([*(spec.get("command") or []), *(spec.get("args") or [])])
@@ -315,12 +321,7 @@ def _describe_project(p: dict[str, Any]) -> None:
             ("Name", p["name"]),
             ("Display name", p.get("display_name")),
             ("Namespace", p.get("namespace")),
-            ("UID", p.get("uid")),
-            ("Generation", f"{p.get('generation')} (observed {status.get('observed_generation')})"),
-            (
-                "Created",
-                f"{p.get('created_at')} ({age(p.get('created_at'))} ago) by {p.get('created_by')}",
-            ),
+            *_lineage(p),
             ("State", status.get("state")),
             ("Reason", status.get("reason")),
         ],

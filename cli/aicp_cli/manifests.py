@@ -38,6 +38,8 @@ from aicp_cli.errors import CliError
 from aicp_cli.kinds import by_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aicp_cli.client import Client
 
 KIND_NAMES = {
@@ -203,38 +205,47 @@ class Plan:
     admission: Any = None  # a workload dry run's admission forecast
 
 
+def _plan_workload(doc: Document, one: str, current: Any) -> Plan:
+    wanted = {**WORKLOAD_DEFAULTS, **doc.body}
+    stored = current.get("spec") or {}
+    if wanted.get(SERVER_DEFAULTED) is None:
+        # The server filled in its own default: a file that names none asks for just that.
+        stored = {k: v for k, v in stored.items() if k != SERVER_DEFAULTED}
+        wanted.pop(SERVER_DEFAULTED, None)
+    if _same(stored, wanted):
+        return Plan(doc, "unchanged", None, one, None, "")
+    return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, doc.name), current)
+
+
+def _plan_pool(doc: Document, one: str, current: Any) -> Plan:
+    if current.get("accelerator_class") != doc.body.get("accelerator_class", None) and (
+        "accelerator_class" in doc.body
+    ):
+        raise CliError(f"{doc.source}: a pool's accelerator_class cannot change")
+    if _same(current.get("quota"), doc.body.get("quota")):
+        return Plan(doc, "unchanged", None, one, None, "")
+    patch = {"quota": doc.body.get("quota")}
+    diff = _diff({"quota": current.get("quota")}, patch, doc.name)
+    return Plan(doc, "configured", "PATCH", one, patch, diff, current)
+
+
+#: The kinds that live in a project: their resource name, and how one that exists is updated.
+_IN_A_PROJECT: dict[str, tuple[str, Callable[[Document, str, Any], Plan]]] = {
+    "Workload": ("workload", _plan_workload),
+    "ComputePool": ("pool", _plan_pool),
+}
+
+
 def plan(client: Client, project: str | None, doc: Document) -> Plan:
     name = doc.name
-    if doc.kind == "Workload":
-        path = by_name("workload").path(_project(project, doc))
-        one = by_name("workload").path(_project(project, doc), name)
+    if doc.kind in _IN_A_PROJECT:
+        resource, update = _IN_A_PROJECT[doc.kind]
+        path = by_name(resource).path(_project(project, doc))
+        one = by_name(resource).path(_project(project, doc), name)
         current = client.exists(one)
         if current is None:
             return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
-        wanted = {**WORKLOAD_DEFAULTS, **doc.body}
-        stored = current.get("spec") or {}
-        if wanted.get(SERVER_DEFAULTED) is None:
-            # The server filled in its own default: a file that names none asks for just that.
-            stored = {k: v for k, v in stored.items() if k != SERVER_DEFAULTED}
-            wanted.pop(SERVER_DEFAULTED, None)
-        if _same(stored, wanted):
-            return Plan(doc, "unchanged", None, one, None, "")
-        return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, name), current)
-    if doc.kind == "ComputePool":
-        path = by_name("pool").path(_project(project, doc))
-        one = by_name("pool").path(_project(project, doc), name)
-        current = client.exists(one)
-        if current is None:
-            return Plan(doc, "created", "POST", path, doc.body, _diff(None, doc.body, name))
-        if current.get("accelerator_class") != doc.body.get("accelerator_class", None) and (
-            "accelerator_class" in doc.body
-        ):
-            raise CliError(f"{doc.source}: a pool's accelerator_class cannot change")
-        if _same(current.get("quota"), doc.body.get("quota")):
-            return Plan(doc, "unchanged", None, one, None, "")
-        patch = {"quota": doc.body.get("quota")}
-        diff = _diff({"quota": current.get("quota")}, patch, name)
-        return Plan(doc, "configured", "PATCH", one, patch, diff, current)
+        return update(doc, one, current)
     if doc.kind == "Project":
         current = client.exists(by_name("project").path(None, name))
         if current is None:

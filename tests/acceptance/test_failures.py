@@ -4,6 +4,7 @@ and a wait for quota, each with the sentence a user reads."""
 from __future__ import annotations
 
 from tests.acceptance.conftest import Scenario
+from tests.acceptance.crowding import three_gpus_free_on_each_node
 
 
 async def test_a_container_exit_code_fails_the_workload_with_that_code(scenario: Scenario) -> None:
@@ -34,11 +35,8 @@ async def test_a_pod_no_node_has_room_for_is_admitted_but_says_which_resource_is
     scenario: Scenario,
 ) -> None:
     # A pod larger than every node is refused at submit (tests/acceptance/test_node_fit.py);
-    # one that fits a node but finds none with room is admitted and says why it waits: two
-    # pods of 5 GPUs cannot share an 8-GPU node, so each node keeps 3 free.
-    await scenario.setup_pool(accelerators=16)
-    await scenario.start_running("spread", replicas=2, accelerators=5)
-    await scenario.wait_reason("spread", "2 of 2 pods running")
+    # one that fits a node but finds none with room is admitted and says why it waits.
+    await three_gpus_free_on_each_node(scenario)
     await scenario.submit("too-wide", accelerators=4, env={"KUBESIM_RUN_SECONDS": "600"})
     waiting = await scenario.wait_reason("too-wide", "no node has")
     status = waiting["status"]

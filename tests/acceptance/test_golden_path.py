@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import asyncpg
-
 from tests.acceptance.conftest import Scenario
 from tests.support.api_client import PRODUCT
+from tests.support.pg_fixtures import connected
 from tests.support.scenario import CLASS
 
 ORDER = ["PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED"]
@@ -66,11 +65,8 @@ async def test_a_workload_runs_to_success_with_complete_evidence_and_leaves_a_to
     assert response.status_code == 202 and response.json()["status"]["state"] == "DELETING"
     await scenario.wait_gone("train-7b")
     assert await scenario.jobs(done["uid"]) == []
-    conn = await asyncpg.connect(scenario.running.database_url)
-    try:
+    async with connected(scenario.running.database_url) as conn:
         tombstone = await conn.fetchrow(
             "SELECT kind, name FROM tombstones WHERE resource_id = $1", done["uid"]
         )
-    finally:
-        await conn.close()
     assert tombstone is not None and tombstone["name"] == "train-7b"

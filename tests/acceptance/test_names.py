@@ -8,6 +8,7 @@ from typing import Any
 from app.kube.apply import create, delete, get
 from app.kube.resources import CLUSTER_QUEUES, NAMESPACES
 from tests.acceptance.conftest import Scenario
+from tests.support.problems import assert_problem
 from tests.support.waiting import wait_until
 
 CLASS = "h100-80g"
@@ -67,9 +68,7 @@ async def test_a_namespace_made_by_someone_else_is_refused_and_left_alone(
         response = await scenario.running.client.post(
             "/api/v1/projects", json={"name": scenario.project}
         )
-        assert response.status_code == 409, response.text
-        problem = response.json()
-        assert problem["type"].endswith("/object-not-owned")
+        problem = assert_problem(response, 409, "object-not-owned")
         assert problem["object"] == f"Namespace/{namespace}"
         assert problem["manager"] == "platform-team"
         assert namespace in problem["detail"] and "will not take it over" in problem["detail"]

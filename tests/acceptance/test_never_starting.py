@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.acceptance.conftest import Scenario
+from tests.acceptance.crowding import three_gpus_free_on_each_node
 from tests.support.scenario import POOL
 from tests.support.waiting import wait_until
 
@@ -56,11 +57,7 @@ async def test_an_image_that_cannot_be_pulled_fails_at_the_start_deadline_and_fr
 async def test_pods_no_node_can_hold_fail_at_the_start_deadline_with_the_schedulers_words(
     scenario: Scenario,
 ) -> None:
-    # Two pods of 5 GPUs cannot share an 8-GPU node: each node keeps 3 free, and a pod of 4
-    # (which a node could hold, so the submit accepts it) finds no room.
-    await scenario.setup_pool(accelerators=16)
-    await scenario.start_running("spread", replicas=2, accelerators=5)
-    await scenario.wait_reason("spread", "2 of 2 pods running")
+    await three_gpus_free_on_each_node(scenario)
     await scenario.submit("too-wide", accelerators=4, start_deadline_seconds=5)
 
     failed = await scenario.wait_state("too-wide", "FAILED", timeout=60)

@@ -16,12 +16,12 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from kubesim import Cluster
 from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import AICP, Cli, TcpProxy
+from tests.support.pg_fixtures import connected
 from tests.support.scenario import PROJECT, WORKLOADS
 from tests.support.service import RunningService, TwoReplicas, start_service
 from tests.support.waiting import wait_until
@@ -42,13 +42,10 @@ def admin_cli(running: RunningService, home: Path, url: str | None = None) -> Cl
 
 async def changes_of(database_url: str, name: str) -> list[str]:
     """The states of every change the database recorded for the workload, in order."""
-    conn = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as conn:
         rows = await conn.fetch(
             "SELECT state FROM workload_changes WHERE name = $1 ORDER BY change_id", name
         )
-    finally:
-        await conn.close()
     return [row["state"] for row in rows]
 
 

@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from kubesim import Cluster
+from tests.support.pg_fixtures import connected
 from tests.support.service import RunningService, start_service
 from tests.support.waiting import wait_until
 
@@ -45,14 +45,11 @@ async def replicas(
 
 async def _workload_owners(database_url: str) -> dict[str, str]:
     """Workload name → the replica holding its live lease."""
-    conn = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as conn:
         rows = await conn.fetch(
             "SELECT w.name, l.owner FROM leases l JOIN workloads w ON w.id = l.resource_id "
             "WHERE l.kind = 'workload' AND l.expires_at > now()"
         )
-    finally:
-        await conn.close()
     return {r["name"]: r["owner"] for r in rows}
 
 

@@ -22,6 +22,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.support.pg_fixtures import connected
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -210,16 +211,13 @@ async def test_the_readme_golden_path_works_against_dev_mode_and_sigterm_release
                 },
             )
             assert long_run.status_code == 202, long_run.text
-        conn = await asyncpg.connect(database_url)
-        try:
+        async with connected(database_url) as conn:
             await wait_until(lambda: _live_leases(conn, "workload"), message="a live lease")
 
             dev.process.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(dev.process.wait(), 20) == 0, "".join(dev.lines)
 
             assert await _live_leases(conn) == 0  # released: rows keep their epoch, expired
-        finally:
-            await conn.close()
 
 
 async def _live_leases(conn: asyncpg.Connection, kind: str | None = None) -> int:

@@ -7,10 +7,10 @@ import time
 import uuid
 from pathlib import Path
 
-import asyncpg
 import httpx
 
 from kubesim import Cluster
+from tests.support.pg_fixtures import connected
 from tests.support.scenario import WORKLOADS
 from tests.support.service import TEST_LEASE_TTL, TwoReplicas, start_service
 from tests.support.waiting import wait_until
@@ -42,15 +42,12 @@ async def test_readyz_is_503_naming_the_unsynced_informer_until_it_has_listed_th
 
 
 async def _lease_owner(database_url: str, workload_uid: str) -> str | None:
-    conn = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as conn:
         owner: str | None = await conn.fetchval(
             "SELECT owner FROM leases WHERE kind = 'workload' AND resource_id = $1",
             uuid.UUID(workload_uid),
         )
         return owner
-    finally:
-        await conn.close()
 
 
 async def test_a_stopping_replica_releases_its_leases_and_the_peer_takes_over_at_once(

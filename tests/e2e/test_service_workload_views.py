@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.kube.apply import get
 from app.kube.resources import JOBS
 from tests.support.api_client import bearer
+from tests.support.problems import assert_problem
 from tests.support.scenario import NAMESPACE, WORKLOADS
 from tests.support.service import RunningService
 
@@ -72,9 +73,7 @@ async def test_logs_of_a_workload_still_waiting_for_quota_say_there_are_no_pods_
 
     response = await running_service.client.get(f"{WORKLOADS}/waiting/logs")
 
-    assert response.status_code == 404, response.text
-    problem = response.json()
-    assert problem["type"].endswith("/not-found")
+    problem = assert_problem(response, 404, "not-found")
     assert "no pods for generation 1" in problem["detail"]
     assert "QUEUED" in problem["detail"]
 

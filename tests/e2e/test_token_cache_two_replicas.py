@@ -4,10 +4,10 @@ replica whose cache is not listening (it reads the database instead, and starts 
 
 from __future__ import annotations
 
-import asyncpg
 import httpx
 
 from tests.support.api_client import bearer
+from tests.support.pg_fixtures import connected
 from tests.support.service import RunningService, TwoReplicas
 from tests.support.waiting import wait_until
 
@@ -77,11 +77,8 @@ async def test_a_replica_whose_cache_stopped_listening_reads_every_token_from_th
     assert listener is not None
     listening_dsn, connects = listener.dsn, cache.connects
     listener.dsn = "postgresql://postgres@127.0.0.1:9/none"
-    admin = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as admin:
         await admin.execute("SELECT pg_terminate_backend($1)", listener.backend_pid)
-    finally:
-        await admin.close()
     await wait_until(lambda: not cache.listening.is_set(), timeout=5)
 
     await _revoke(a, revoked_id)  # its notification reaches nobody on b

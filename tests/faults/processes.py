@@ -16,7 +16,6 @@ import contextlib
 import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,10 @@ from typing import Any
 
 import httpx
 
+from kubesim.command import LISTENING
+from kubesim.command import command as kubesim_command
 from tests.support.api_client import ADMIN_TOKEN, bearer
+from tests.support.service import spawn_serve
 from tests.support.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,25 +63,17 @@ class Kubesim:
     async def start(cls, directory: Path, *, nodes: int = 4, gpus_per_node: int = 8) -> Kubesim:
         kubeconfig = directory / "kubeconfig"
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-            "--nodes",
-            str(nodes),
-            "--gpus-per-node",
-            str(gpus_per_node),
+            *kubesim_command(
+                kubeconfig, "--nodes", str(nodes), "--gpus-per-node", str(gpus_per_node)
+            ),
             env=child_env(),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
-        assert line.startswith(b"kubesim listening on "), line
-        sim = cls(process, line.decode().split(" on ", 1)[1].strip(), kubeconfig)
+        assert line.startswith(LISTENING.encode()), line
+        sim = cls(process, line.decode().removeprefix(LISTENING).strip(), kubeconfig)
         sim._drains = [
             asyncio.create_task(_drain(process.stdout, sim.output)),
             asyncio.create_task(_drain(process.stderr, sim.output)),
@@ -179,15 +173,7 @@ class Replica:
             AICP_WORKERS="16",
             **self.extra_env,
         )
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "app",
-            "serve",
-            env=env,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        self.process = await spawn_serve(env)
         serving: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._drain = asyncio.create_task(self._read(self.process, serving))
         if wait_serving:

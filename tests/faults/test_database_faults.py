@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import asyncpg
 import pytest
 
 from tests.faults.conftest import BURST, ReplicaFactory
@@ -31,6 +30,7 @@ from tests.faults.workloads import (
     submit_burst,
     wait_converged,
 )
+from tests.support.pg_fixtures import connected
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(600)
@@ -56,15 +56,12 @@ async def _storm(
     its own; return how many were terminated, and when the last one went."""
     killed, last = 0, 0.0
     until = time.monotonic() + seconds
-    conn = await asyncpg.connect(db.url)
-    try:
+    async with connected(db.url) as conn:
         while time.monotonic() < until:
             now = int(await conn.fetchval(_victims(where, then)))
             if now:
                 killed, last = killed + now, time.monotonic()
             await asyncio.sleep(every)
-    finally:
-        await conn.close()
     return killed, last
 
 

@@ -6,12 +6,12 @@ import asyncio
 import json
 import shutil
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client, config
 
+from kubesim.command import LISTENING, command
 from tests.kubesim.builders import job, raw
 
 
@@ -72,14 +72,7 @@ async def test_kubectl_lists_jobs_across_namespaces(kube_cluster, kube_api, tmp_
 async def test_the_command_line_serves_writes_a_kubeconfig_and_stops_on_sigterm(tmp_path):
     kubeconfig = tmp_path / "kc.yaml"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kubesim",
-        "--port",
-        "0",
-        "--kubeconfig-out",
-        str(kubeconfig),
-        "--no-controllers",
+        *command(kubeconfig, "--no-controllers"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=str(Path(__file__).resolve().parents[2]),
@@ -88,7 +81,7 @@ async def test_the_command_line_serves_writes_a_kubeconfig_and_stops_on_sigterm(
         assert proc.stdout is not None
         line = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode()
         url = line.strip().rsplit(" ", 1)[-1]
-        assert line.startswith("kubesim listening on http://127.0.0.1:")
+        assert line.startswith(f"{LISTENING}http://127.0.0.1:")
         assert url in kubeconfig.read_text()
         status, body, _ = await raw("GET", f"{url}/api/v1/namespaces/default")
         assert status == 200 and body["metadata"]["name"] == "default"

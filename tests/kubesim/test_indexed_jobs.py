@@ -48,6 +48,17 @@ async def running_ranks(kube: Kube, name: str, count: int) -> list[Any]:
     return found
 
 
+async def run_with_a_failing_rank(kube: Kube, *, rank: int, exit_code: int, action: str) -> None:
+    """Two 1-GPU ranks of `train`, `rank` bound to exit with `exit_code`, which a podFailurePolicy
+    rule meets with `action`; returns once both ranks run."""
+    rule = {"action": action, "onExitCodes": {"operator": "In", "values": [exit_code]}}
+    env = {"KUBESIM_FAIL_RANK": str(rank), "KUBESIM_EXIT_CODE": str(exit_code)}
+    await kube.batch.create_namespaced_job(
+        NS, indexed_job("train", gpus=1, env=env, podFailurePolicy={"rules": [rule]})
+    )
+    await running_ranks(kube, "train", 2)
+
+
 def by_rank(pods: list[Any]) -> dict[int, Any]:
     return {int(p.metadata.annotations[INDEX]): p for p in pods}
 
@@ -168,17 +179,7 @@ async def test_without_rank_variables_every_rank_succeeds_and_a_rank_can_stay_pe
 async def test_an_ignored_failure_is_not_counted_and_the_rank_is_replaced(
     kube: Kube, clock: Any
 ) -> None:
-    policy = {"rules": [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [42]}}]}
-    await kube.batch.create_namespaced_job(
-        NS,
-        indexed_job(
-            "train",
-            gpus=1,
-            env={"KUBESIM_FAIL_RANK": "1", "KUBESIM_EXIT_CODE": "42"},
-            podFailurePolicy=policy,
-        ),
-    )
-    await running_ranks(kube, "train", 2)
+    await run_with_a_failing_rank(kube, rank=1, exit_code=42, action="Ignore")
     clock.advance(2)
 
     async def replaced() -> bool:
@@ -192,17 +193,7 @@ async def test_an_ignored_failure_is_not_counted_and_the_rank_is_replaced(
 
 
 async def test_a_counted_failure_goes_against_the_backoff_limit(kube: Kube, clock: Any) -> None:
-    policy = {"rules": [{"action": "Count", "onExitCodes": {"operator": "In", "values": [7]}}]}
-    await kube.batch.create_namespaced_job(
-        NS,
-        indexed_job(
-            "train",
-            gpus=1,
-            env={"KUBESIM_FAIL_RANK": "0", "KUBESIM_EXIT_CODE": "7"},
-            podFailurePolicy=policy,
-        ),
-    )
-    await running_ranks(kube, "train", 2)
+    await run_with_a_failing_rank(kube, rank=0, exit_code=7, action="Count")
     clock.advance(1)
     await kube.wait_condition("train", "Failed")
     job = await kube.job("train")

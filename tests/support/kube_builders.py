@@ -236,6 +236,16 @@ class JobBuilder:
         self.pods = []
         return self
 
+    def pods_ready_timeout(self, at: str) -> JobBuilder:
+        """Kueue evicts the workload at `at` for not having all its pods ready in time (the
+        pods and the Job's start time stay as they are)."""
+        assert self.workload is not None
+        set_condition(
+            self.workload,
+            cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout", at),
+        )
+        return self
+
     # -- scheduler and kubelet -------------------------------------------------------------
 
     def running(self, node: str | None = None) -> JobBuilder:

@@ -149,9 +149,9 @@ async def database_url(
         pg_dropper.drop(name)
 
 
-@pytest.fixture
-async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """A connection of its own to the test's database, for what no API shows."""
+@contextlib.asynccontextmanager
+async def connected(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of its own to `database_url`, closed on leaving."""
     conn = await asyncpg.connect(database_url)
     try:
         yield conn
@@ -160,15 +160,19 @@ async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
 
 
 @pytest.fixture
+async def sql(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of its own to the test's database, for what no API shows."""
+    async with connected(database_url) as conn:
+        yield conn
+
+
+@pytest.fixture
 async def doorbells(database_url: str) -> AsyncIterator[asyncio.Queue[str]]:
     """Every `aicp_work` payload (a `kind:id` doorbell) committed from now on, in commit order."""
     heard: asyncio.Queue[str] = asyncio.Queue()
-    conn = await asyncpg.connect(database_url)
-    await conn.add_listener("aicp_work", lambda *args: heard.put_nowait(args[3]))
-    try:
+    async with connected(database_url) as conn:
+        await conn.add_listener("aicp_work", lambda *args: heard.put_nowait(args[3]))
         yield heard
-    finally:
-        await conn.close()
 
 
 @pytest.fixture

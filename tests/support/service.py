@@ -139,14 +139,9 @@ def serve_env(database_url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-@contextlib.asynccontextmanager
-async def serve_process(
-    env: dict[str, str],
-) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """`python -m app serve` with `env` (`serve_env`): the process and its URL once its log
-    says it serves (the rest of the log is the caller's to read from its stderr), killed at
-    the end if it is still running."""
-    process = await asyncio.create_subprocess_exec(
+async def spawn_serve(env: dict[str, str]) -> asyncio.subprocess.Process:
+    """`python -m app serve` with `env`, its log (stderr) piped for the caller to read."""
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "app",
@@ -155,6 +150,16 @@ async def serve_process(
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
     )
+
+
+@contextlib.asynccontextmanager
+async def serve_process(
+    env: dict[str, str],
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """`python -m app serve` with `env` (`serve_env`): the process and its URL once its log
+    says it serves (the rest of the log is the caller's to read from its stderr), killed at
+    the end if it is still running."""
+    process = await spawn_serve(env)
     assert process.stderr is not None
     try:
         line = b""

@@ -11,7 +11,7 @@ from app.domain.classify.evidence import Evidence, context_for
 from app.domain.states import WorkloadState
 from app.domain.workload_resources import RankFacts
 from tests.support.kube_builders import make_job
-from tests.support.kube_objects import GPU, H100_PRODUCT, cond, set_condition
+from tests.support.kube_objects import GPU, H100_PRODUCT
 
 
 def test_the_first_rank_to_fail_is_named_with_its_pod_node_and_code() -> None:
@@ -66,17 +66,7 @@ def test_kueue_giving_up_on_the_all_or_nothing_start_says_how_many_pods_ran() ->
     for pod in builder.pods[3:]:
         pod["status"]["phase"] = "Pending"
     builder.job["status"]["startTime"] = "2026-08-01T10:00:00Z"
-    assert builder.workload is not None
-    set_condition(
-        builder.workload,
-        cond(
-            "Evicted",
-            "True",
-            "PodsReadyTimeout",
-            "Exceeded the PodsReady timeout",
-            "2026-08-01T10:05:00Z",
-        ),
-    )
+    builder.pods_ready_timeout("2026-08-01T10:05:00Z")
     result = builder.build().classify()
 
     assert result.state == WorkloadState.QUEUED
@@ -89,17 +79,7 @@ def test_once_the_evicted_pods_are_gone_the_requeue_does_not_guess_how_many_ran(
     builder = make_job(nodes=4).admitted()
     builder.pods = []
     builder.job["status"]["startTime"] = "2026-08-01T10:00:00Z"
-    assert builder.workload is not None
-    set_condition(
-        builder.workload,
-        cond(
-            "Evicted",
-            "True",
-            "PodsReadyTimeout",
-            "Exceeded the PodsReady timeout",
-            "2026-08-01T10:05:00Z",
-        ),
-    )
+    builder.pods_ready_timeout("2026-08-01T10:05:00Z")
 
     assert builder.build().classify().reason == (
         "Requeued: not all 4 pods were running after 5m; the workload goes back to the queue."
@@ -115,11 +95,7 @@ def _evicted_after(nodes: int, evicted_at: str, ranks: list[RankFacts]) -> str:
     builder = make_job(nodes=nodes).admitted()
     builder.pods = []
     builder.job["status"].pop("startTime", None)
-    assert builder.workload is not None
-    set_condition(
-        builder.workload,
-        cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout", evicted_at),
-    )
+    builder.pods_ready_timeout(evicted_at)
     scenario = builder.build()
     earlier = Evidence(started_at=BEGAN, ranks=ranks)
     scenario.context = msgspec.structs.replace(scenario.context, earlier=earlier)

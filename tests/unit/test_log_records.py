@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import logging
+from typing import Any
 
 from app.observability.logs import JsonFormatter, _ContextFilter, request_id_var, resource_var
 
@@ -25,22 +27,28 @@ def _logged(message: str) -> dict[str, object]:
     return line
 
 
+def _logged_with(var: contextvars.ContextVar[Any], value: str, message: str) -> dict[str, object]:
+    """The line of `message` logged while `var` holds `value` (in a copy of this context)."""
+
+    def log() -> dict[str, object]:
+        var.set(value)
+        return _logged(message)
+
+    return contextvars.copy_context().run(log)
+
+
 def test_a_reconcile_log_line_names_the_resource_as_a_field() -> None:
-    token = resource_var.set("workload:7d1f0c9e-0000-4000-8000-000000000001")
-    try:
-        line = _logged("workload research/train: QUEUED -> RUNNING")
-    finally:
-        resource_var.reset(token)
+    line = _logged_with(
+        resource_var,
+        "workload:7d1f0c9e-0000-4000-8000-000000000001",
+        "workload research/train: QUEUED -> RUNNING",
+    )
     assert line["resource"] == "workload:7d1f0c9e-0000-4000-8000-000000000001"
     assert line["instance_id"] == "replica-a"
     assert line["msg"] == "workload research/train: QUEUED -> RUNNING"
 
 
 def test_a_request_log_line_names_the_request_and_no_resource() -> None:
-    token = request_id_var.set("req-42")
-    try:
-        line = _logged("served")
-    finally:
-        request_id_var.reset(token)
+    line = _logged_with(request_id_var, "req-42", "served")
     assert line["request_id"] == "req-42"
     assert "resource" not in line

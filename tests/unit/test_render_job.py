@@ -12,11 +12,10 @@ from app.domain.render import (
     render_job_metadata_only,
 )
 from app.domain.specs import WorkloadSpec
+from tests.support.kube_objects import GPU
 from tests.support.kube_schemas import check_metadata, validate_builtin
+from tests.support.rendering import IDENTITY, UID
 
-GPU = "nvidia.com/gpu"
-UID = "3f2a1c4e-9b8d-4c7a-8e6f-112233445566"
-IDENTITY = JobIdentity(project="research", workload="train-7b", uid=UID, generation=1)
 SPEC = WorkloadSpec(
     name="train-7b",
     compute_pool="h100-pool",

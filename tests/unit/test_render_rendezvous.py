@@ -18,11 +18,10 @@ from app.domain.render.rendezvous import (
 )
 from app.domain.specs import Quota, WorkloadSpec
 from app.domain.validation import check_fits_pool, check_workload
+from tests.support.kube_objects import GPU
 from tests.support.kube_schemas import check_metadata, validate_builtin
+from tests.support.rendering import IDENTITY, UID
 
-GPU = "nvidia.com/gpu"
-UID = "3f2a1c4e-9b8d-4c7a-8e6f-112233445566"
-IDENTITY = JobIdentity(project="research", workload="train-7b", uid=UID, generation=1)
 BASE: dict[str, Any] = {"name": "train-7b", "compute_pool": "h100-pool", "image": "ghcr.io/a/b:1"}
 SPEC = msgspec.convert(
     {**BASE, "accelerators": 8, "nodes": 2, "env": {"WANDB_MODE": "offline"}}, WorkloadSpec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncpg
 
 from tests.support.api_client import Api
+from tests.support.problems import assert_problem
 from tests.support.scenario import Scenario
 
 H100 = {
@@ -65,23 +66,17 @@ async def test_deleting_a_binding_a_pool_uses_is_409_in_use_naming_the_pool(
 ) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
-    assert response.status_code == 409
-    problem = response.json()
-    assert problem["type"].endswith("/in-use")
+    problem = assert_problem(response, 409, "in-use")
     assert problem["referenced_by"] == ["compute-pool/research/h100-pool"]
 
 
 async def test_binding_writes_are_audited_with_the_admin_as_actor(
-    api: Api, database_url: str
+    api: Api, sql: asyncpg.Connection
 ) -> None:
     await api.put_binding("h100-80g")
     await api.put_binding("h100-80g", description="again")
     await api.client.delete("/api/v1/accelerator-bindings/h100-80g")
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch("SELECT type, actor FROM events WHERE kind = 'binding' ORDER BY id")
-    finally:
-        await conn.close()
+    rows = await sql.fetch("SELECT type, actor FROM events WHERE kind = 'binding' ORDER BY id")
     assert [(r["type"], r["actor"]) for r in rows] == [
         ("Created", "admin"),
         ("SpecUpdated", "admin"),

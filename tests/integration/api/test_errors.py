@@ -8,21 +8,9 @@ import httpx
 import pytest
 
 from tests.support.api_client import ADMIN_TOKEN
+from tests.support.problems import assert_problem
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-PROBLEM = "https://aicp.dev/problems/"
-
-
-def assert_problem(response: httpx.Response, status: int, slug: str) -> dict[str, object]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body: dict[str, object] = response.json()
-    assert body["type"] == PROBLEM + slug
-    assert body["status"] == status
-    assert isinstance(body["title"], str) and body["title"]
-    assert isinstance(body["detail"], str) and body["detail"]
-    return body
 
 
 def field_errors(body: dict[str, object]) -> dict[str, str]:

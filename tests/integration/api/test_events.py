@@ -50,23 +50,19 @@ async def test_a_tokens_events_show_its_name_even_after_it_is_revoked(api: Scena
 
 
 async def test_what_the_controller_records_appears_in_the_trail(
-    api: Scenario, database_url: str
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
     await api.setup_pool(wait=False)
     uid = (await api.client.post(WORKLOADS, json=example_workload())).json()["uid"]
-    conn = await asyncpg.connect(database_url)
-    try:
-        # As the reconciler writes them: same table, its own actor.
-        await conn.execute(
-            "INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason,"
-            " message, generation, actor)"
-            " SELECT project_id, 'workload', id, name, 'JobCreated', 'Created',"
-            " 'Job train-7b-abc123-g1 created.', 1, 'controller:replica-a'"
-            " FROM workloads WHERE id = $1",
-            uid,
-        )
-    finally:
-        await conn.close()
+    # As the reconciler writes them: same table, its own actor.
+    await sql.execute(
+        "INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason,"
+        " message, generation, actor)"
+        " SELECT project_id, 'workload', id, name, 'JobCreated', 'Created',"
+        " 'Job train-7b-abc123-g1 created.', 1, 'controller:replica-a'"
+        " FROM workloads WHERE id = $1",
+        uid,
+    )
     events = (await api.client.get(f"{WORKLOADS}/train-7b/events")).json()["items"]
     assert [(e["type"], e["actor"]) for e in events] == [
         ("JobCreated", "controller:replica-a"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncpg
 import httpx
 
+from tests.support.problems import assert_problem
 from tests.support.scenario import PROJECT, WORKLOADS, Scenario, example_workload
 
 
@@ -15,9 +16,7 @@ def keyed(key: str) -> dict[str, str]:
 
 
 def assert_gone(response: httpx.Response, noun: str, name: str) -> None:
-    assert response.status_code == 410, response.text
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/created-resource-gone"
+    problem = assert_problem(response, 410, "created-resource-gone")
     assert f"{noun} {name!r}" in problem["detail"]
     assert "new Idempotency-Key" in problem["detail"]
     assert "idempotent-replayed" not in response.headers
@@ -34,7 +33,7 @@ async def test_a_replay_while_the_workload_exists_answers_the_first_response(api
 
 
 async def test_a_replay_after_the_workload_was_deleted_is_410_not_a_202(
-    api: Scenario, database_url: str
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
     await api.setup_pool(wait=False)
     first = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
@@ -47,11 +46,7 @@ async def test_a_replay_after_the_workload_was_deleted_is_410_not_a_202(
         "keyed",
     )
     # Once finalized (the row is gone, as the reconciler leaves it), still 410.
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute("DELETE FROM workloads WHERE name = 'keyed'")
-    finally:
-        await conn.close()
+    await sql.execute("DELETE FROM workloads WHERE name = 'keyed'")
     gone = await api.client.post(WORKLOADS, json=example_workload("keyed"), headers=keyed("w-1"))
     assert_gone(gone, "Workload", "keyed")
     assert "has since been deleted" in gone.json()["detail"]

@@ -13,6 +13,7 @@ import httpx
 from app.main import Service
 from tests.support.api_client import ADMIN_TOKEN
 from tests.support.cli import Cli
+from tests.support.problems import assert_problem
 from tests.support.scenario import CLASS, Scenario
 
 P = "/api/v1/projects/tenant"
@@ -36,9 +37,7 @@ async def limited(api: Scenario, limits: Any = LIMITS) -> None:
 
 
 def exceeded(response: httpx.Response) -> list[dict[str, str]]:
-    assert response.status_code == 422, response.text
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/exceeds-project-limit"
+    problem = assert_problem(response, 422, "exceeds-project-limit")
     assert problem["project"] == "tenant"
     found: list[dict[str, str]] = problem["exceeded"]
     return found

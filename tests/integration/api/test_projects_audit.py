@@ -8,6 +8,7 @@ import uuid
 import asyncpg
 
 from tests.support.api_client import Api
+from tests.support.problems import assert_problem
 from tests.support.scenario import Scenario
 
 
@@ -30,19 +31,17 @@ async def test_a_rejected_create_rings_nothing(api: Api, doorbells: asyncio.Queu
     assert await asyncio.wait_for(doorbells.get(), 10) == f"project:{second['uid']}"
 
 
-async def test_every_project_write_is_an_event_with_its_actor(api: Api, database_url: str) -> None:
+async def test_every_project_write_is_an_event_with_its_actor(
+    api: Api, sql: asyncpg.Connection
+) -> None:
     project = await api.create_project("research")
     await api.client.delete("/api/v1/projects/research")
     await api.client.delete("/api/v1/projects/research")  # repeated: no second event
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch(
-            "SELECT type, actor, resource_name, generation, message FROM events "
-            "WHERE kind = 'project' AND resource_id = $1 ORDER BY id",
-            uuid.UUID(project["uid"]),
-        )
-    finally:
-        await conn.close()
+    rows = await sql.fetch(
+        "SELECT type, actor, resource_name, generation, message FROM events "
+        "WHERE kind = 'project' AND resource_id = $1 ORDER BY id",
+        uuid.UUID(project["uid"]),
+    )
     assert [(r["type"], r["actor"], r["resource_name"]) for r in rows] == [
         ("Accepted", "admin", "research"),
         ("DeletionRequested", "admin", "research"),
@@ -53,9 +52,7 @@ async def test_every_project_write_is_an_event_with_its_actor(api: Api, database
 async def test_a_project_with_a_pool_cannot_be_deleted_and_says_why(api: Scenario) -> None:
     await api.setup_pool(quota={"accelerators": 8, "cpu": "64", "memory": "512Gi"}, wait=False)
     response = await api.client.delete("/api/v1/projects/research")
-    assert response.status_code == 409
-    problem = response.json()
-    assert problem["type"].endswith("/in-use")
+    problem = assert_problem(response, 409, "in-use")
     assert problem["referenced_by"] == ["compute-pool/h100-pool"]
     assert (await api.client.get("/api/v1/projects/research")).json()["status"]["state"] != (
         "DELETING"

@@ -11,7 +11,7 @@ from tests.support.api_client import Api
 
 
 async def test_fifty_concurrent_creates_of_one_name_make_one_project(
-    app_client: httpx.AsyncClient, database_url: str
+    app_client: httpx.AsyncClient, sql: asyncpg.Connection
 ) -> None:
     responses = await asyncio.gather(
         *(app_client.post("/api/v1/projects", json={"name": "contested"}) for _ in range(50))
@@ -19,12 +19,8 @@ async def test_fifty_concurrent_creates_of_one_name_make_one_project(
     statuses = sorted(response.status_code for response in responses)
     assert statuses.count(202) == 1
     assert statuses.count(409) == 49
-    conn = await asyncpg.connect(database_url)
-    try:
-        assert await conn.fetchval("SELECT count(*) FROM projects") == 1
-        assert await conn.fetchval("SELECT count(*) FROM events WHERE type = 'Accepted'") == 1
-    finally:
-        await conn.close()
+    assert await sql.fetchval("SELECT count(*) FROM projects") == 1
+    assert await sql.fetchval("SELECT count(*) FROM events WHERE type = 'Accepted'") == 1
 
 
 async def test_an_idempotent_replay_returns_the_first_response(api: Api) -> None:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
 import pytest
 
-from tests.support.pg_fixtures import admin_client, serving, started_service
+from tests.support.pg_fixtures import admin_client, connected, serving, started_service
 from tests.support.scenario import API_EXAMPLE, PROJECT, WORKLOADS, Scenario
 from tests.support.sse import open_stream, status_of
 
@@ -243,49 +245,51 @@ async def _until_dropped(feed: Any) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_a_change_committed_out_of_order_waits_for_the_earlier_number_then_both_in_order(
-    api: Scenario, sql: asyncpg.Connection, database_url: str
-) -> None:
+@pytest.fixture
+async def slow(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A second connection, whose transaction a test holds open (or rolls back) while `sql`
+    commits around it."""
+    async with connected(database_url) as conn:
+        yield conn
+
+
+async def _two_workloads(api: Scenario) -> None:
     await api.setup_pool(wait=False)
     await api.submit("a")
     await api.submit("b")
-    slow = await asyncpg.connect(database_url)
-    try:
-        async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
-            assert {(await stream.next()).object["name"] for _ in range(2)} == {"a", "b"}
-            async with slow.transaction():
-                # `a`'s change takes its number first, and commits last.
-                await observe(slow, "a", "QUEUED")
-                await observe(sql, "b", "QUEUED")
-                with pytest.raises(TimeoutError):
-                    await stream.next(timeout=0.3)  # b's number is above a gap that may fill
-            first, second = await stream.next(), await stream.next()
-        assert [first.object["name"], second.object["name"]] == ["a", "b"]
-        assert int(first.id or 0) < int(second.id or 0)
-    finally:
-        await slow.close()
+
+
+async def test_a_change_committed_out_of_order_waits_for_the_earlier_number_then_both_in_order(
+    api: Scenario, sql: asyncpg.Connection, slow: asyncpg.Connection
+) -> None:
+    await _two_workloads(api)
+    async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
+        assert {(await stream.next()).object["name"] for _ in range(2)} == {"a", "b"}
+        async with slow.transaction():
+            # `a`'s change takes its number first, and commits last.
+            await observe(slow, "a", "QUEUED")
+            await observe(sql, "b", "QUEUED")
+            with pytest.raises(TimeoutError):
+                await stream.next(timeout=0.3)  # b's number is above a gap that may fill
+        first, second = await stream.next(), await stream.next()
+    assert [first.object["name"], second.object["name"]] == ["a", "b"]
+    assert int(first.id or 0) < int(second.id or 0)
 
 
 async def test_a_number_taken_by_a_rolled_back_transaction_does_not_hold_the_stream(
-    api: Scenario, sql: asyncpg.Connection, database_url: str
+    api: Scenario, sql: asyncpg.Connection, slow: asyncpg.Connection
 ) -> None:
-    await api.setup_pool(wait=False)
-    await api.submit("a")
-    await api.submit("b")
-    slow = await asyncpg.connect(database_url)
-    try:
-        async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
-            await stream.next()
-            await stream.next()
-            transaction = slow.transaction()
-            await transaction.start()
-            await observe(slow, "a", "QUEUED")  # takes a number, then rolls back
-            await observe(sql, "b", "QUEUED")
-            await transaction.rollback()
-            changed = await stream.next(timeout=5)
-            assert (changed.object["name"], changed.state) == ("b", "QUEUED")
-    finally:
-        await slow.close()
+    await _two_workloads(api)
+    async with open_stream(api.client, WORKLOADS, params={"watch": "true"}) as stream:
+        await stream.next()
+        await stream.next()
+        transaction = slow.transaction()
+        await transaction.start()
+        await observe(slow, "a", "QUEUED")  # takes a number, then rolls back
+        await observe(sql, "b", "QUEUED")
+        await transaction.rollback()
+        changed = await stream.next(timeout=5)
+        assert (changed.object["name"], changed.state) == ("b", "QUEUED")
 
 
 async def test_head_on_a_stream_answers_its_headers_and_ends(api: Scenario) -> None:
@@ -311,3 +315,26 @@ async def test_a_platform_admins_stream_ends_once_its_project_is_being_deleted(
         await stream.end(timeout=10.0)  # the feed checks its projects every 5 s
         assert time.monotonic() - started < 10.0
         assert stream.seen == []
+
+
+async def test_the_timing_log_tells_when_the_feed_read_a_change_and_when_its_stream_wrote_it(
+    api: Scenario, sql: asyncpg.Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="aicp.streams.timing")
+    await api.setup_pool(wait=False)
+    await api.submit("timed")
+    async with open_stream(api.client, f"{WORKLOADS}/timed/watch") as stream:
+        await stream.next()
+        before = time.time()
+        await observe(sql, "timed", "QUEUED")
+        number = int((await stream.next()).id or 0)
+        lines: dict[str, float] = {}
+        deadline = time.monotonic() + 5
+        while len(lines) < 2 and time.monotonic() < deadline:
+            for record in caplog.records:
+                parts = record.getMessage().split()
+                if record.name == "aicp.streams.timing" and parts[1] == str(number):
+                    lines[parts[2]] = float(parts[3])
+            await asyncio.sleep(0.01)
+        assert set(lines) == {"read", "written"}
+        assert before - 1 <= lines["read"] <= lines["written"] <= time.time()

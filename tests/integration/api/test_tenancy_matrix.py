@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 import httpx
 
 from app.main import Service
 from tests.support.api_client import bearer
-from tests.support.pg_fixtures import service_settings
+from tests.support.pg_fixtures import connected, service_settings
 from tests.support.scenario import CLASS, POOL, QUOTA, Scenario, example_workload
 from tests.support.waiting import wait_until
 
@@ -182,14 +181,11 @@ async def test_missing_malformed_unknown_expired_and_revoked_tokens_get_401_ever
     tokens = await _world(api)
     expired = await api.create_token("research", role="admin", name="expired")
     revoked = await api.create_token("research", role="admin", name="revoked")
-    conn = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as conn:
         # Expiry is at least a day in the API; move this token's expiry into the past.
         await conn.execute(
             "UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE name = 'expired'"
         )
-    finally:
-        await conn.close()
     listed = (await api.client.get(f"{P}/tokens")).json()["items"]
     revoked_id = next(t["id"] for t in listed if t["name"] == "revoked")
     assert (await api.client.delete(f"{P}/tokens/{revoked_id}")).status_code == 204

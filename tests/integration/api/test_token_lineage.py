@@ -71,7 +71,7 @@ async def test_only_the_platform_admin_mints_a_token_that_never_expires(api: Sce
 
 
 async def test_revoking_a_token_revokes_what_it_minted_recursively_and_their_streams(
-    api: Scenario, database_url: str
+    api: Scenario, sql: asyncpg.Connection
 ) -> None:
     await api.setup_pool(wait=False)
     lead = (await mint(api.client, "lead", "admin", 30)).json()
@@ -101,22 +101,19 @@ async def test_revoking_a_token_revokes_what_it_minted_recursively_and_their_str
 
     listed = {t["name"]: t for t in (await api.client.get(TOKENS)).json()["items"]}
     assert {n for n, t in listed.items() if t["revoked_at"]} == {"lead", "child", "grandchild"}
-    conn = await asyncpg.connect(database_url)
-    try:
-        messages = {
-            row["resource_name"]: row["message"]
-            for row in await conn.fetch(
-                "SELECT resource_name, message FROM events WHERE type = 'Revoked'"
-            )
-        }
-    finally:
-        await conn.close()
+    messages = {
+        row["resource_name"]: row["message"]
+        for row in await sql.fetch(
+            "SELECT resource_name, message FROM events WHERE type = 'Revoked'"
+        )
+    }
     assert messages["lead"] == "Token lead revoked."
     assert messages["grandchild"] == "Token grandchild revoked with lead, which it descends from."
 
 
 async def test_a_project_holds_at_most_its_cap_of_live_tokens_even_when_minted_at_once(
     database_url: str,
+    sql: asyncpg.Connection,
 ) -> None:
     async with serving(database_url, tokens_per_project=5) as api:
         await api.create_project(PROJECT)
@@ -133,12 +130,8 @@ async def test_a_project_holds_at_most_its_cap_of_live_tokens_even_when_minted_a
         first = next(a for a in answers if a.status_code == 201).json()
         assert (await api.client.delete(f"{TOKENS}/{first['id']}")).status_code == 204
         assert (await mint(api.client, "after-revoke", "viewer", 1)).status_code == 201
-        conn = await asyncpg.connect(database_url)
-        try:
-            await conn.execute(
-                "UPDATE api_tokens SET expires_at = $1 WHERE name = 'after-revoke'",
-                datetime.now(UTC) - timedelta(seconds=1),
-            )
-        finally:
-            await conn.close()
+        await sql.execute(
+            "UPDATE api_tokens SET expires_at = $1 WHERE name = 'after-revoke'",
+            datetime.now(UTC) - timedelta(seconds=1),
+        )
         assert (await mint(api.client, "after-expiry", "viewer", 1)).status_code == 201

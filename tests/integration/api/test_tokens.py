@@ -31,18 +31,16 @@ async def test_a_new_token_is_shown_once_and_then_listed_without_its_secret(api:
     assert created["token"] not in listed.text
 
 
-async def test_the_database_holds_only_the_sha256_of_a_token(api: Api, database_url: str) -> None:
+async def test_the_database_holds_only_the_sha256_of_a_token(
+    api: Api, sql: asyncpg.Connection
+) -> None:
     await api.create_project("research")
     secret = await api.create_token("research", role="viewer")
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch("SELECT * FROM api_tokens")
-        dump = repr([dict(row) for row in rows])
-        assert secret not in dump
-        assert secret[5:] not in dump
-        assert len(rows[0]["secret_sha256"]) == 32
-    finally:
-        await conn.close()
+    rows = await sql.fetch("SELECT * FROM api_tokens")
+    dump = repr([dict(row) for row in rows])
+    assert secret not in dump
+    assert secret[5:] not in dump
+    assert len(rows[0]["secret_sha256"]) == 32
 
 
 async def test_a_token_works_until_it_is_revoked_then_401(api: Api) -> None:
@@ -96,14 +94,10 @@ async def test_two_tokens_with_one_name_in_a_project_are_409(api: Api) -> None:
     assert response.json()["type"].endswith("/already-exists")
 
 
-async def test_an_expired_token_is_401(api: Api, database_url: str) -> None:
+async def test_an_expired_token_is_401(api: Api, sql: asyncpg.Connection) -> None:
     await api.create_project("research")
     secret = await api.create_token("research", role="viewer", expires_in_days=1)
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute("UPDATE api_tokens SET expires_at = now() - interval '1 second'")
-    finally:
-        await conn.close()
+    await sql.execute("UPDATE api_tokens SET expires_at = now() - interval '1 second'")
     async with api.as_token(secret) as member:
         response = await member.get("/api/v1/projects/research")
     assert response.status_code == 401
@@ -126,7 +120,7 @@ async def test_revoking_an_unknown_or_foreign_token_is_404(api: Api) -> None:
 
 
 async def test_token_creation_and_revocation_are_audited(
-    api: Api, database_url: str, app_client: httpx.AsyncClient
+    api: Api, sql: asyncpg.Connection, app_client: httpx.AsyncClient
 ) -> None:
     await api.create_project("research")
     created = (
@@ -135,11 +129,7 @@ async def test_token_creation_and_revocation_are_audited(
         )
     ).json()
     await app_client.delete(f"/api/v1/projects/research/tokens/{created['id']}")
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetch("SELECT type, actor FROM events WHERE kind = 'token' ORDER BY id")
-    finally:
-        await conn.close()
+    rows = await sql.fetch("SELECT type, actor FROM events WHERE kind = 'token' ORDER BY id")
     assert [(row["type"], row["actor"]) for row in rows] == [
         ("Created", "admin"),
         ("Revoked", "admin"),

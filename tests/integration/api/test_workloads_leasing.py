@@ -35,7 +35,7 @@ async def test_without_a_local_reconciler_a_new_workload_rings_the_doorbell(
 
 
 async def test_the_accepting_replica_leases_a_new_workload_instead_of_ringing(
-    api: Scenario, service: Service, database_url: str, doorbells: asyncio.Queue[str]
+    api: Scenario, service: Service, sql: asyncpg.Connection, doorbells: asyncio.Queue[str]
 ) -> None:
     assert service.app is not None and service.reconciler is not None
     assert service.app.state["reconciler"] is service.reconciler  # wired by the service
@@ -51,11 +51,7 @@ async def test_the_accepting_replica_leases_a_new_workload_instead_of_ringing(
     assert f"workload:{uid}" not in heard
     assert heard.count(f"pool:{pool}") == 1  # the pool's create did not ring either
 
-    conn = await asyncpg.connect(database_url)
-    try:
-        owner = await conn.fetchval(
-            "SELECT owner FROM leases WHERE kind = 'workload' AND resource_id = $1", uid
-        )
-    finally:
-        await conn.close()
+    owner = await sql.fetchval(
+        "SELECT owner FROM leases WHERE kind = 'workload' AND resource_id = $1", uid
+    )
     assert owner == service.reconciler.owner

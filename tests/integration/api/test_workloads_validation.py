@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from tests.support.problems import assert_problem
 from tests.support.scenario import CLASS, POOL, WORKLOADS, Scenario, example_workload
 
 SCHEMA_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
@@ -131,16 +132,18 @@ async def test_bounds_are_inclusive(api: Scenario) -> None:
     assert response.status_code == 202, response.text
 
 
+async def _refused_beyond_the_pool(api: Scenario, **changes: Any) -> dict[str, Any]:
+    """The problem the example workload with `changes`, more than its pool holds, is refused
+    with."""
+    await api.setup_pool(wait=False)
+    response = await api.client.post(WORKLOADS, json=example_workload(**changes))
+    return assert_problem(response, 422, "exceeds-pool-capacity")
+
+
 async def test_a_workload_that_can_never_fit_its_pool_is_refused_with_the_numbers(
     api: Scenario,
 ) -> None:
-    await api.setup_pool(wait=False)
-    response = await api.client.post(
-        WORKLOADS, json=example_workload(accelerators=8, replicas=3, memory="1Ti")
-    )
-    assert response.status_code == 422
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/exceeds-pool-capacity"
+    problem = await _refused_beyond_the_pool(api, accelerators=8, replicas=3, memory="1Ti")
     assert problem["compute_pool"] == POOL
     assert problem["accelerator_class"] == CLASS
     assert problem["requested"] == {"accelerators": "24", "cpu": "96", "memory": "3Ti"}
@@ -190,13 +193,7 @@ async def test_bodies_that_are_not_json_objects_get_the_matching_problem(api: Sc
 async def test_a_multi_node_workload_the_pool_cannot_hold_is_refused_with_the_numbers(
     api: Scenario,
 ) -> None:
-    await api.setup_pool(wait=False)
-    response = await api.client.post(
-        WORKLOADS, json=example_workload(accelerators=8, nodes=3, memory="64Gi")
-    )
-    assert response.status_code == 422
-    problem = response.json()
-    assert problem["type"] == "https://aicp.dev/problems/exceeds-pool-capacity"
+    problem = await _refused_beyond_the_pool(api, accelerators=8, nodes=3, memory="64Gi")
     assert problem["requested"]["accelerators"] == "24"
     assert problem["errors"] == [
         {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import asyncpg
 
@@ -80,4 +81,26 @@ async def lease_of(db: Database, key: ResourceKey) -> asyncpg.Record | None:
             " WHERE kind = $1 AND resource_id = $2",
             key.kind,
             key.id,
+        )
+
+
+async def lease_released(db: Database, key: ResourceKey) -> bool:
+    """The resource's lease is in the table and no longer live (released or expired)."""
+    lease = await lease_of(db, key)
+    return lease is not None and not lease["live"]
+
+
+async def leave_leases(
+    db: Database, keys: list[ResourceKey], *, owner: str, epoch: int, lasting: timedelta
+) -> None:
+    """Leases on the workloads `keys` as a replica that died left them: held by `owner` under
+    `epoch`, running out `lasting` from now."""
+    async with db.connection() as conn:
+        await conn.execute(
+            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
+            " SELECT 'workload', id, $2, $3, now() + $4::interval FROM unnest($1::uuid[]) AS id",
+            [key.id for key in keys],
+            owner,
+            epoch,
+            lasting,
         )

@@ -13,6 +13,7 @@ from app.store.db import Database
 from tests.integration.reconcile.conftest import EngineFactory
 from tests.integration.reconcile.rows import add_project, add_workloads, lease_of
 from tests.integration.reconcile.steps import Recorder
+from tests.support.pg_fixtures import connected
 from tests.support.waiting import wait_until
 
 
@@ -96,14 +97,11 @@ async def test_the_engine_keeps_working_after_every_database_connection_is_kille
     await wait_until(lambda: recorder.ran(before), timeout=3)
     connects = engine.doorbell.connects
 
-    admin = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as admin:
         killed = await admin.fetchval(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-    finally:
-        await admin.close()
     assert killed >= 2  # the pool's connections and the doorbell's
 
     await wait_until(lambda: engine.doorbell.connects > connects, timeout=5)

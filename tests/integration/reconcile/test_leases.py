@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -17,7 +17,13 @@ from app.store import leases
 from app.store.db import Database
 from app.store.leases import ResourceKey
 from tests.integration.reconcile.conftest import EngineFactory
-from tests.integration.reconcile.rows import add_workloads, finish_workload, lease_of
+from tests.integration.reconcile.rows import (
+    add_workloads,
+    finish_workload,
+    lease_of,
+    lease_released,
+    leave_leases,
+)
 from tests.integration.reconcile.steps import Recorder
 from tests.support.waiting import wait_until
 
@@ -151,8 +157,7 @@ async def test_graceful_shutdown_lets_a_running_step_finish_within_the_grace(
     await asyncio.wait_for(stopping, 5)
 
     assert finished == [True]
-    lease = await lease_of(db, key)
-    assert lease is not None and not lease["live"]
+    assert await lease_released(db, key)
 
 
 async def test_a_fenced_write_after_the_lease_moved_raises_lease_lost_and_drops_the_key(
@@ -231,12 +236,8 @@ async def test_a_step_that_releases_its_lease_leaves_the_resource_to_anyone(
     engine = recorder.attach(await start_engine())
     [key] = await add_workloads(db)
 
-    async def released() -> bool:
-        lease = await lease_of(db, key)
-        return lease is not None and not lease["live"]
-
     await wait_until(lambda: recorder.ran(key), timeout=3)
-    await wait_until(released, timeout=3)
+    await wait_until(lambda: lease_released(db, key), timeout=3)
     # Finished and released: later sweeps leave it alone.
     runs, sweeps = recorder.attempts(key), engine.sweeper.sweeps
     await wait_until(lambda: engine.sweeper.sweeps >= sweeps + 3, timeout=3)
@@ -262,11 +263,7 @@ async def test_a_released_lease_names_nobody_and_taking_it_again_is_a_new_epoch(
     engine = recorder.attach(await start_engine())
     [key] = await add_workloads(db)
 
-    async def released() -> bool:
-        lease = await lease_of(db, key)
-        return lease is not None and not lease["live"]
-
-    await wait_until(released, timeout=3)
+    await wait_until(lambda: lease_released(db, key), timeout=3)
     first = await lease_of(db, key)
     assert first is not None and first["owner"] == ""
     assert await leases.held_count(db.pool, owner=engine.owner) == 0
@@ -325,13 +322,8 @@ async def test_a_replica_restarted_under_the_same_owner_takes_its_old_leases_ove
     """The dead incarnation's lease is expired at start, never renewed: the new process (or a
     peer) takes it over at once, under a new epoch, instead of after its TTL."""
     [key] = await add_workloads(db, notify=False)
-    async with db.connection() as conn:
-        # What the previous process under this owner left behind when it died.
-        await conn.execute(
-            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
-            " VALUES ('workload', $1, 'pod-0', 4, now() + interval '1 hour')",
-            key.id,
-        )
+    # What the previous process under this owner left behind when it died.
+    await leave_leases(db, [key], owner="pod-0", epoch=4, lasting=timedelta(hours=1))
     recorder = Recorder()
     engine = recorder.attach(await start_engine(instance_id="pod-0", lease_ttl=0.9))
 
@@ -348,13 +340,8 @@ async def test_a_dead_peers_lease_is_taken_over_as_it_expires_not_at_the_next_sw
     """The sweep wakes when a peer's lease on a resource that needs work runs out: a dead
     replica's work moves at its lease's expiry, even with a sweep interval far longer."""
     [key] = await add_workloads(db, notify=False)
-    async with db.connection() as conn:
-        # A replica that died holding the workload: its lease runs out in 1.5 s.
-        await conn.execute(
-            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
-            " VALUES ('workload', $1, 'dead-peer', 2, now() + interval '1.5 seconds')",
-            key.id,
-        )
+    # A replica that died holding the workload: its lease runs out in 1.5 s.
+    await leave_leases(db, [key], owner="dead-peer", epoch=2, lasting=timedelta(seconds=1.5))
     expires = await _expiry(db, key)
     recorder = Recorder()
     engine = recorder.attach(await start_engine(sweep_interval=30.0))
@@ -374,13 +361,7 @@ async def test_a_dead_peers_many_leases_are_claimed_in_a_few_large_batches(
     """The sweep the alarm wakes claims in the largest batch (16 times the configured one),
     and full batches keep it sweeping: 250 leases move in two statements, not 25."""
     keys = await add_workloads(db, 250, notify=False)
-    async with db.connection() as conn:
-        await conn.execute(
-            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
-            " SELECT 'workload', id, 'dead-peer', 1, now() + interval '1.5 seconds'"
-            " FROM unnest($1::uuid[]) AS id",
-            [key.id for key in keys],
-        )
+    await leave_leases(db, keys, owner="dead-peer", epoch=1, lasting=timedelta(seconds=1.5))
     engine = await start_engine(sweep_interval=30.0, sweep_batch=10)
     # the sweep at start: nothing due yet, so it sets its alarm for the expiry
     await wait_until(lambda: engine.sweeper.next_expiry is not None, timeout=5, interval=0.01)
@@ -449,12 +430,7 @@ async def test_a_dead_peers_lease_is_taken_over_while_every_pooled_connection_is
     pool (the burst a dead peer leaves behind) still takes the peer's leases over as they
     expire, not once a pooled connection frees up."""
     [key] = await add_workloads(db, notify=False)
-    async with db.connection() as conn:
-        await conn.execute(
-            "INSERT INTO leases (kind, resource_id, owner, epoch, expires_at)"
-            " VALUES ('workload', $1, 'dead-peer', 1, now() + interval '2 seconds')",
-            key.id,
-        )
+    await leave_leases(db, [key], owner="dead-peer", epoch=1, lasting=timedelta(seconds=2))
     engine = Recorder().attach(await start_engine(sweep_interval=30.0))
     await asyncio.wait_for(engine.keeper.renew_once(), timeout=5.0)  # reserved pool open
     assert not engine.holds("workload", key.id)

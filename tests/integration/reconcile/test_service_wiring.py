@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 import uuid
 
-import asyncpg
 import httpx
 
 from app.main import Service
 from app.observability.metrics import REGISTRY
 from tests.support.api_client import Api
+from tests.support.pg_fixtures import connected
 from tests.support.waiting import wait_until
 
 
@@ -20,8 +20,7 @@ async def test_a_project_created_through_the_api_is_leased_by_the_serving_replic
     assert service.reconciler is not None
     project = await api.create_project("vision")
 
-    conn = await asyncpg.connect(database_url)
-    try:
+    async with connected(database_url) as conn:
         owner = await wait_until(
             lambda: conn.fetchval(
                 "SELECT owner FROM leases WHERE kind = 'project' AND resource_id = $1",
@@ -29,8 +28,6 @@ async def test_a_project_created_through_the_api_is_leased_by_the_serving_replic
             ),
             timeout=5,
         )
-    finally:
-        await conn.close()
     assert owner == service.settings.instance_id
     ready = await app_client.get("/readyz")
     assert ready.status_code == 200, ready.text

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ from app.domain.states import WorkloadState
 from app.domain.workload_resources import Admission, JobRef
 from app.reconcile.steps.evidence import current_facts, facts_for, milestones
 from app.store.reconciling import WorkloadRow
+from tests.support.rows import workload_row
 
 ADMISSION = Admission(cluster_queue="aicp-research-h100-pool", flavor="h100-80g")
 STARTED = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
@@ -112,22 +112,11 @@ def test_the_admitted_event_names_the_queue_and_flavor() -> None:
 
 
 def row(generation: int, observed_generation: int, observed: dict[str, Any]) -> WorkloadRow:
-    return WorkloadRow(
-        id=uuid.uuid4(),
-        project_id=uuid.uuid4(),
-        project="research",
-        pool="h100-pool",
-        queues_ready=True,
-        name="train",
-        spec={},
+    return workload_row(
+        observed,
         generation=generation,
         observed_generation=observed_generation,
-        state="RUNNING",
-        state_reason=None,
-        observed=observed,
-        deleting=False,
         created_at=STARTED,
-        accelerator_resource="nvidia.com/gpu",
     )
 
 

@@ -8,6 +8,7 @@ import asyncpg
 
 from app.store.listener import Listener
 from tests.support.listening import listening
+from tests.support.pg_fixtures import connected
 from tests.support.waiting import wait_until
 
 
@@ -55,15 +56,12 @@ async def test_every_channel_is_heard_on_one_connection_by_its_own_listeners(
         late = await _listen(listener, "aicp_tokens")  # while up: heard at once
         watch = await _listen(listener, "aicp_watch")
         assert late.connected == 1 and watch.connected == 1
-        conn = await asyncpg.connect(database_url)
-        try:
+        async with connected(database_url) as conn:
             assert await _backends(conn, listener.application_name) == 1
             await conn.execute("SELECT pg_notify('aicp_work', 'workload:1')")
             await conn.execute("SELECT pg_notify('aicp_tokens', 'token-1')")
             await conn.execute("SELECT pg_notify('aicp_watch', '')")
             await wait_until(lambda: watch.payloads == [""], timeout=5)
-        finally:
-            await conn.close()
         assert work.payloads == ["workload:1"]
         assert tokens_a.payloads == late.payloads == ["token-1"]
 
@@ -76,8 +74,7 @@ async def test_a_lost_connection_tells_every_listener_and_listens_again_on_every
         gone = await listener.listen("aicp_tokens", lambda _payload: None)
         await wait_until(lambda: work.connected == 1 and watch.connected == 1, timeout=5)
         first_pid = listener.backend_pid
-        conn = await asyncpg.connect(database_url)
-        try:
+        async with connected(database_url) as conn:
             await conn.execute("SELECT pg_terminate_backend($1)", first_pid)
             await wait_until(lambda: work.connected == 2 and watch.connected == 2, timeout=10)
             assert work.lost == watch.lost == 1
@@ -86,8 +83,6 @@ async def test_a_lost_connection_tells_every_listener_and_listens_again_on_every
             await conn.execute("SELECT pg_notify('aicp_work', 'after')")
             await conn.execute("SELECT pg_notify('aicp_watch', 'after')")
             await wait_until(lambda: work.payloads == ["after"] == watch.payloads, timeout=5)
-        finally:
-            await conn.close()
 
 
 async def test_a_listener_that_cannot_connect_keeps_trying_and_tells_nobody_it_is_up(

@@ -4,14 +4,11 @@ lists lacked reads as one sentence."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.states import WorkloadState
 from app.reconcile.steps.drift import (
     LOST_JOB_UID,
     attempts_before,
@@ -21,28 +18,7 @@ from app.reconcile.steps.drift import (
 )
 from app.reconcile.steps.evidence import PREVIOUS_ATTEMPTS, RETIRED_JOB_UID
 from app.reconcile.steps.healing import Healed
-from app.store.reconciling import WorkloadRow
-
-
-def row(observed: dict[str, Any]) -> WorkloadRow:
-    return WorkloadRow(
-        id=uuid.uuid4(),
-        project_id=uuid.uuid4(),
-        project="research",
-        pool="h100-pool",
-        queues_ready=True,
-        name="train",
-        spec={},
-        generation=1,
-        observed_generation=1,
-        state=WorkloadState.RUNNING,
-        state_reason=None,
-        observed=observed,
-        deleting=False,
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
-        accelerator_resource="nvidia.com/gpu",
-    )
-
+from tests.support.rows import workload_row as row
 
 uids = st.text("abcdef0123456789-", min_size=1, max_size=12)
 facts = st.fixed_dictionaries(

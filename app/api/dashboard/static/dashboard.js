@@ -162,16 +162,25 @@ async function projectView() {
     }
   }
 
+  // A change patches only the cells whose text differs: an unchanged cell is not rewritten, so
+  // the browser lays out and paints no more of the table than the change moved.
+  function setText(cell, text) {
+    if (cell.textContent !== text) cell.textContent = text;
+  }
+
   function fill(row, w) {
     const cells = row.cells;
-    cells[1].replaceChildren(stateBadge(w.status?.state ?? ""));
-    cells[2].textContent = w.status?.reason ?? "";
-    cells[3].textContent = w.compute_pool ?? "";
-    cells[4].textContent = String(gpus(w));
-    cells[5].textContent = age(w.created_at);
-    cells[5].dataset.created = w.created_at;
-    cells[6].textContent = (w.status?.nodes || []).join(", ");
-    row.dataset.state = w.status?.state ?? "";
+    const state = w.status?.state ?? "";
+    if (row.dataset.state !== state || !cells[1].firstChild) {
+      cells[1].replaceChildren(stateBadge(state));
+      row.dataset.state = state;
+    }
+    setText(cells[2], w.status?.reason ?? "");
+    setText(cells[3], w.compute_pool ?? "");
+    setText(cells[4], String(gpus(w)));
+    setText(cells[5], age(w.created_at));
+    if (cells[5].dataset.created !== w.created_at) cells[5].dataset.created = w.created_at;
+    setText(cells[6], (w.status?.nodes || []).join(", "));
   }
 
   function newRow(w) {
@@ -290,7 +299,7 @@ async function projectView() {
     typing = setTimeout(reload, 250);
   });
   setInterval(() => {
-    for (const cell of tbody.querySelectorAll("td[data-created]")) cell.textContent = age(cell.dataset.created);
+    for (const cell of tbody.querySelectorAll("td[data-created]")) setText(cell, age(cell.dataset.created));
   }, 15000);
   await loadPools();
   await reload();
