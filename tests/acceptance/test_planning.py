@@ -5,6 +5,7 @@ and the what-if admission of a dry run, which writes nothing and agrees with the
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import asyncpg
@@ -76,6 +77,7 @@ async def test_positions_and_estimates_follow_the_queue(scenario: Scenario) -> N
     await scenario.submit("train-b", env=LONG)
     await _queued(scenario, "train-a")
     await _queued(scenario, "train-b")
+    queued_by = time.time()  # both Kueue Workloads exist: created in this second or before
 
     # Priority first: the normal one is ahead of the older low one.
     b = await _standing_becomes(scenario, "train-b", 1, [])
@@ -88,6 +90,9 @@ async def test_positions_and_estimates_follow_the_queue(scenario: Scenario) -> N
     assert "this pool's finished workloads took" in a["status"]["queue"]["eta_basis"]
 
     # A priority change (a replace): train-b becomes low and, a new generation, goes behind.
+    # Kueue orders equal priorities by their Workloads' creation second, then by uid: the new
+    # generation's Workload is behind train-a's only when it is created in a later second.
+    await wait_until(lambda: int(time.time()) > int(queued_by), timeout=2, message="a new second")
     spec = dict(b["spec"], priority="low")
     response = await scenario.running.client.put(f"{scenario.workloads}/train-b", json=spec)
     assert response.status_code == 202, response.text
