@@ -37,6 +37,21 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
 
 
+async def _queued_standings(client: httpx.AsyncClient, path: str) -> dict[str, int]:
+    """Every QUEUED workload's name and queue position (0 while it has no standing yet)."""
+    standings: dict[str, int] = {}
+    cursor: str | None = None
+    while True:
+        params = {"state": "QUEUED", "limit": "500"} | ({"cursor": cursor} if cursor else {})
+        page = (await client.get(path, params=params)).raise_for_status().json()
+        for item in page["items"]:
+            queue = item["status"].get("queue")
+            standings[item["name"]] = queue["position"] if queue else 0
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return standings
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     async with (
         e2e_stack(args.pg, aicp_repo=args.repo) as stack,
@@ -57,16 +72,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
         filled = time.monotonic()
         await asyncio.gather(*(submit(name) for name in names))
-        last = names[-1]
+        # Kueue orders the queue by creation second, then uid: the deepest is found, not assumed.
+        waiting = args.live - args.gpus
         deadline = time.monotonic() + args.settle_seconds
-        found: dict[str, Any] | None = None
+        last: str | None = None
         while time.monotonic() < deadline:
-            found = await bench.workload(last)
-            if found and found["status"]["state"] == "QUEUED" and found["status"]["queue"]:
+            standings = await _queued_standings(client, bench.workloads)
+            if len(standings) == waiting and all(standings.values()):
+                last = max(standings, key=lambda name: standings[name])
                 break
             await asyncio.sleep(0.5)
-        else:
-            raise SystemExit(f"{last} has no recorded standing after {args.settle_seconds} s")
+        if last is None:
+            raise SystemExit(
+                f"{waiting} queued workloads have no recorded standing after "
+                f"{args.settle_seconds} s"
+            )
         settled = time.monotonic() - filled
         seconds: list[float] = []
         for _ in range(args.requests):
