@@ -84,9 +84,10 @@ class Stream:
 
     async def next(self, timeout: float = 10.0) -> Event:
         async with asyncio.timeout(timeout):
-            while (event := await self._event_or_heartbeat(timeout, checked=True)) is None:
-                pass
-            return event
+            while True:
+                event = await self._event_or_heartbeat(timeout, checked=True)
+                if event is not None:
+                    return event
 
     async def until(self, predicate: Any, timeout: float = 20.0) -> list[Event]:
         """Events until (and including) the first for which `predicate(event)` holds."""
@@ -101,8 +102,9 @@ class Stream:
     async def heartbeat(self, timeout: float = 10.0) -> None:
         """Wait for the next heartbeat (comment block); events meanwhile go to `seen`."""
         async with asyncio.timeout(timeout):
-            while await self._event_or_heartbeat(timeout) is not None:
-                pass
+            while True:
+                if await self._event_or_heartbeat(timeout) is None:
+                    return
 
     async def end(self, timeout: float = 5.0) -> None:
         """Read until the server ends the stream (events meanwhile are kept in `seen`)."""
