@@ -162,11 +162,7 @@ async def test_labels_removed_from_a_job_by_hand_are_put_back(scenario: Scenario
 
     await wait_until(restored, timeout=45, message="the label put back")
 
-    async def recorded() -> bool:
-        # The event is recorded once the repair landed: just after the label is back.
-        return "DriftCorrected" in await scenario.event_types("labelled")
-
-    await wait_until(recorded, timeout=10, message="DriftCorrected recorded")
+    await scenario.wait_event("labelled", "DriftCorrected", timeout=10)
 
 
 @pytest.mark.parametrize(

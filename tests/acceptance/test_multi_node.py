@@ -160,7 +160,7 @@ async def test_a_headless_service_deleted_by_hand_comes_back(scenario: Scenario)
 
     again = await wait_until(recreated, timeout=30, interval=0.1, message="Service recreated")
     assert again["metadata"]["name"] == service["metadata"]["name"]
-    assert "DriftCorrected" in await scenario.event_types("ddp")
+    await scenario.wait_event("ddp", "DriftCorrected")
 
 
 async def test_deleting_removes_job_pods_and_service_in_every_state(scenario: Scenario) -> None:

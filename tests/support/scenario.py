@@ -299,3 +299,17 @@ class Scenario(Api):
 
     async def event_types(self, name: str) -> list[str]:
         return [event["type"] for event in await self.events(name)]
+
+    async def wait_event(self, name: str, event_type: str, timeout: float | None = None) -> None:
+        """Wait until the workload's events hold one of `event_type`: an event is recorded
+        after the change it tells of, so the change may be seen first."""
+
+        async def recorded() -> bool:
+            return event_type in await self.event_types(name)
+
+        await wait_until(
+            recorded,
+            timeout=timeout or self.wait_timeout,
+            interval=self.interval,
+            message=f"a {event_type} event of workload {name}",
+        )
