@@ -13,6 +13,7 @@ scored against the admission time (`aicp_forecast_error_seconds`,
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from datetime import UTC, datetime
@@ -69,6 +70,7 @@ class Planner:
     def __init__(self, db: Database) -> None:
         self.db = db
         self._shared: dict[tuple[uuid.UUID, str], tuple[float, _Pooled]] = {}
+        self._replaying: dict[tuple[uuid.UUID, str], asyncio.Future[_Pooled | None]] = {}
 
     async def _pool(self, row: WorkloadRow) -> _Pooled | None:
         key = (row.project_id, row.pool)
@@ -76,6 +78,29 @@ class Planner:
         shared = self._shared.get(key)
         if shared is not None and now - shared[0] < SHARED_SECONDS and row.id in shared[1].found:
             return shared[1]
+        replaying = self._replaying.get(key)
+        if replaying is not None:
+            # The steps of one pool's queued workloads wake together: one replay serves them
+            # (one that failed or was cancelled leaves each to replay for itself).
+            await asyncio.wait([replaying])
+            if not replaying.cancelled():
+                pooled = replaying.result()
+                if pooled is None or row.id in pooled.found:
+                    return pooled
+        future: asyncio.Future[_Pooled | None] = asyncio.get_running_loop().create_future()
+        self._replaying[key] = future
+        try:
+            pooled = await self._replay(row, key, now)
+            future.set_result(pooled)
+            return pooled
+        finally:
+            future.cancel()  # a no-op once it has its result
+            if self._replaying.get(key) is future:
+                del self._replaying[key]
+
+    async def _replay(
+        self, row: WorkloadRow, key: tuple[uuid.UUID, str], now: float
+    ) -> _Pooled | None:
         async with self.db.connection() as conn:
             plan = await planning.pool_plan_by_name(conn, row.project_id, row.pool)
         if plan is None:
@@ -87,7 +112,11 @@ class Planner:
             for e in plan.entries
         ]
         at = datetime.now(UTC)
-        found = forecast(entries, plan.quota, plan.history, at, calibration=plan.calibration)
+        # A replay of a deep pool takes tens of milliseconds of CPU: in a thread, the event
+        # loop (the API's answers, the watches) goes on between its slices of the GIL.
+        found = await asyncio.to_thread(
+            forecast, entries, plan.quota, plan.history, at, calibration=plan.calibration
+        )
         pooled = _Pooled(plan, found, at)
         for stale in [k for k, v in self._shared.items() if now - v[0] >= SHARED_SECONDS]:
             del self._shared[stale]
