@@ -5,11 +5,12 @@ workload answers.
 Lists and streams answer the standing the controller recorded in the status, with its
 `computed_at`. A GET of one workload does too in a pool of more than `FRESH_LIVE` live
 workloads; in a smaller one, whose replay costs a few milliseconds, it computes the standing
-as it answers.
+as it answers. Both replays run in a thread, so the event loop is never held by one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -49,7 +50,10 @@ async def with_fresh_standing(
     if plan is None:
         return workload
     now = datetime.now(UTC)
-    found = forecast(plan.entries, plan.quota, plan.history, now, calibration=plan.calibration)
+    # The replay is pure CPU: in a thread, the other requests and the watches go on beside it.
+    found = await asyncio.to_thread(
+        forecast, plan.entries, plan.quota, plan.history, now, calibration=plan.calibration
+    )
     mine = found.get(workload.uid)
     if mine is None:
         return workload
@@ -77,7 +81,8 @@ async def planned_admission(
         return None
     others = [e for e in plan.entries if e.id != workload_id]
     candidate = dataclasses.replace(mine, holding=False, held_since=None)
-    return what_if(
+    return await asyncio.to_thread(
+        what_if,
         others,
         plan.quota,
         candidate,
