@@ -16,8 +16,9 @@ Runs kubesim and `python -m app serve` as separate processes (`e2e_stack.py`), o
 
 Each workload runs its drawn duration (`KUBESIM_RUN_SECONDS`). Once all have finished, the
 pool's `GET .../forecast-accuracy` gives what aicp measured: scored estimates, the share of
-admissions inside the band (p10 to p90), the median absolute error of p50, the median band
-width and the p90 wait. The goal: at least 80 % inside a band no wider than the p90 wait.
+admissions inside the band shown (earliest to latest), the median absolute error of p50, the
+median band width and the p90 wait. The goal: at least 80 % inside a band no wider than the p90
+wait.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ Window = Annotated[
     description="Over the estimates of the pool's queued workloads scored within "
     "`window_seconds` (each estimate is scored when Kueue admits its workload): the sample "
     "count, the median absolute error of the likely (p50) time, the share of admissions inside "
-    "the band (p10 to p90), the band's median width and the p90 wait.",
+    "the band shown (`earliest` to `latest`), the band's median width and the p90 wait.",
     responses=problems(*READ),
     tags=["compute-pools"],
     operation_id="getForecastAccuracy",

@@ -165,7 +165,7 @@ FORECAST_ERROR = Histogram(
 FORECAST_STARTS = Counter(
     "aicp_forecast_starts_total",
     "Scored estimates of queued workloads, by whether the admission fell inside the "
-    "estimate's band (p10 to p90): inside=true or false.",
+    "estimate's band (earliest to latest): inside=true or false.",
     ["inside"],
     registry=REGISTRY,
 )

@@ -92,7 +92,8 @@ def test_calibration_covers_about_its_share_of_new_errors_like_the_past_ones() -
     band = calibration.apply(replay, NOW)
     fresh = [NOW + timedelta(seconds=one()[4]) for _ in range(2000)]
     share = sum(inside_band(band.earliest, band.latest, t) for t in fresh) / len(fresh)
-    assert 0.72 <= share <= 0.92
+    # A 95 % band (2.5 % missed each side) for errors like the past ones.
+    assert 0.9 <= share <= 0.99
 
 
 seconds = st.floats(min_value=-3600, max_value=3600, allow_nan=False)
