@@ -1240,6 +1240,15 @@ WHERE project_id = $1 AND state IN ('SUCCEEDED', 'FAILED')
 ORDER BY updated_at DESC
 LIMIT $2;
 
+-- name: planning_recent_arrivals
+-- The pool's ($1) newest $2 submissions, newest first (index workloads_by_pool_newest_first):
+-- the rate and the kinds of the work to come.
+SELECT id, name, spec, created_at
+FROM workloads
+WHERE pool_id = $1
+ORDER BY created_at DESC, id DESC
+LIMIT $2;
+
 -- name: planning_record_forecast
 -- $5-$7 the band shown, $9-$11 the replay's own (before calibration).
 INSERT INTO workload_forecasts (workload_id, pool_id, generation, position, earliest, likely,

@@ -1,5 +1,5 @@
 """A dry run's admission forecast (docs/PLANNING.md "What-if admission"): one plan of the
-pool (three indexed reads) and Kueue's next pass over it; and the standing a GET of one QUEUED
+pool (four indexed reads) and Kueue's next pass over it; and the standing a GET of one QUEUED
 workload answers.
 
 Lists and streams answer the standing the controller recorded in the status, with its

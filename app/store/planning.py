@@ -1,5 +1,6 @@
-"""What the planner reads and records (docs/PLANNING.md): a pool's queue, its quota and the
-project's history, in three indexed reads; the estimates made and how they turned out.
+"""What the planner reads and records (docs/PLANNING.md): a pool's queue and quota, the
+project's history and the pool's newest submissions, in four indexed reads; the estimates made
+and how they turned out.
 
 PostgreSQL is the source of truth for the queue: every workload of a pool is a row with its
 state (QUEUED: its Job waits for Kueue; ADMITTED or RUNNING: Kueue reserved its quota), its
@@ -12,13 +13,19 @@ Kueue has just admitted is QUEUED until the step writes it), which a forecast ab
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from app.domain.planning.calibration import NEWEST_SCORED, Calibration, Scored, inside_band
-from app.domain.planning.forecast import Finished, History, history_of
+from app.domain.planning.forecast import (
+    RECENT_ARRIVALS,
+    Finished,
+    History,
+    history_of,
+    with_arrivals,
+)
 from app.domain.planning.queue import Demand, Entry, demand_of, quota_demand
 from app.domain.render.queues import PRIORITY_VALUES
 from app.domain.specs import Quota, WorkloadSpec
@@ -87,6 +94,20 @@ def entry_of(row: Any) -> Entry:
     )
 
 
+def arrival_of(row: Any) -> Entry:
+    """A submission of the pool as one of the recent ones (`queued_since`: when it came)."""
+    spec = msgspec.convert(row["spec"], WorkloadSpec)
+    return Entry(
+        id=row["id"],
+        name=row["name"],
+        priority=PRIORITY_VALUES[spec.priority],
+        queued_since=row["created_at"],
+        demand=demand_of(spec),
+        max_runtime_seconds=spec.max_runtime_seconds,
+        labels=_labels(spec.labels),
+    )
+
+
 def _finished(row: Any) -> Finished | None:
     observed = row["observed"] or {}
     admitted = _time((observed.get("admission") or {}).get("admitted_at"))
@@ -106,6 +127,8 @@ async def _plan(conn: Connection, pool: Any) -> PoolPlan:
         [item for _, item in finished],
         pool=[item.seconds for row, item in finished if row["pool_id"] == pool["id"]],
     )
+    recent = await conn.fetch(QUERIES["planning_recent_arrivals"], pool["id"], RECENT_ARRIVALS)
+    history = with_arrivals(history, [arrival_of(row) for row in recent], datetime.now(UTC))
     scored = await conn.fetch(QUERIES["planning_scored_forecasts"], pool["id"], NEWEST_SCORED)
     return PoolPlan(
         pool_id=pool["id"],

@@ -8,7 +8,13 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.planning.forecast import NO_BASIS, Finished, forecast, history_of
+from app.domain.planning.forecast import (
+    NO_BASIS,
+    Finished,
+    forecast,
+    history_of,
+    with_arrivals,
+)
 from app.domain.planning.queue import Demand, Entry, in_queue_order, name_stem
 from app.domain.planning.standing import in_words, ordinal, queued_sentence, standing_of
 from app.domain.planning.what_if import what_if
@@ -90,6 +96,43 @@ def test_a_small_one_behind_fills_the_hole() -> None:
     assert found[small.id].band is not None
     assert found[small.id].band.latest <= NOW + timedelta(seconds=2)  # the admission lag only
     assert found[big.id].band is not None and found[big.id].band.earliest > NOW
+
+
+def test_submissions_to_come_take_the_hole_a_large_head_waits_for() -> None:
+    """A pool that keeps receiving small workloads fills the quota a large head waits for:
+    the head's estimate counts them, and its basis says so."""
+    running = entry("train-a", 4, holding=True, age=300)
+    big = entry("train-big", 8, age=30)
+    recent = [entry(f"train-{i}", 4, age=60.0 * i) for i in range(10)]
+    alone = forecast([running, big], QUOTA, HISTORY, NOW)[big.id]
+    busy = forecast([running, big], QUOTA, with_arrivals(HISTORY, recent, NOW), NOW)[big.id]
+    assert alone.band is not None and busy.band is not None
+    # Alone, the head starts when train-a ends (600-870 s in all, 300 s run); with a 4-GPU
+    # submission a minute, one takes the free half first and holds it ~10 min more.
+    assert alone.band.likely <= NOW + timedelta(seconds=700)
+    assert busy.band.likely >= alone.band.likely + timedelta(seconds=300)
+    assert "with submissions to come at this pool's recent rate (10 in 9 min)" in busy.basis
+    assert "submissions to come" not in alone.basis
+
+
+def test_arrivals_need_enough_recent_submissions_with_history() -> None:
+    few = [entry(f"train-{i}", 1, age=10.0 * i) for i in range(4)]
+    assert with_arrivals(HISTORY, few, NOW).arrivals is None
+    old = [entry(f"train-{i}", 1, age=3600.0 + i) for i in range(10)]
+    assert with_arrivals(HISTORY, old, NOW).arrivals is None
+    # Ten a minute apart, the newest 4 min ago: quiet for more than three mean gaps (a stop).
+    stopped = [entry(f"train-{i}", 1, age=240.0 + 60 * i) for i in range(10)]
+    assert with_arrivals(HISTORY, stopped, NOW).arrivals is None
+    going = [entry(f"train-{i}", 1, age=120.0 + 60 * i) for i in range(10)]
+    assert with_arrivals(HISTORY, going, NOW).arrivals is not None
+    unknown = [entry(f"other-{i}", 1, age=10.0 * i) for i in range(10)]
+    assert with_arrivals(history_of([]), unknown, NOW).arrivals is None
+    mixed = [*few, *(entry(f"other-{i}", 1, age=50.0 + i) for i in range(3))]
+    stems_only = history_of([Finished("train-1", (), 60.0)] * 3, pool=[])
+    found = with_arrivals(stems_only, mixed, NOW).arrivals
+    assert found is not None
+    assert found.count == 7 and {e.stem for e in found.kinds} == {"train"}
+    assert found.rate == 7 / 52.0
 
 
 def test_sentence() -> None:

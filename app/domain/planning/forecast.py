@@ -11,16 +11,22 @@ How long each workload holds its quota is not known in advance, so the replay ru
 (Monte Carlo), each time drawing durations from the history of finished workloads of the same
 project (`History`): those of the same name stem when there are enough, else those with the
 same labels, else every finished workload of the pool. A running workload's draw is one that
-outlasts what it has run so far; every draw is bounded by its `max_runtime_seconds`. The
-admission times over the runs give the band: p10 (earliest), p50 (likely) and p90 (latest).
+outlasts what it has run so far; every draw is bounded by its `max_runtime_seconds`. Work
+that is not submitted yet competes too: when the pool has had enough submissions lately
+(`Arrivals`), each replay draws more at that rate (Poisson), each a copy of a recent one, so a
+large workload that waits for a hole sees the smaller ones that will take it first, and a
+high-priority one that will jump ahead. The admission times over the runs give the band: p10
+(earliest), p50 (likely) and p90 (latest).
 Without enough history there is no band, and the forecast says so. Times are never before now.
 """
 
 from __future__ import annotations
 
-import heapq
+import bisect
+import dataclasses
 import math
 import random
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -36,7 +42,6 @@ from app.domain.planning.queue import (
 )
 
 if TYPE_CHECKING:
-    import uuid
     from collections.abc import Mapping, Sequence
 
     from app.domain.planning.calibration import Calibration
@@ -53,12 +58,23 @@ KERNEL_SIGMA = 0.25
 #: Kueue admits a little after quota frees (its next pass; the watch that tells it), and the
 #: admission time it writes is in whole seconds: each admission is drawn this much later.
 ADMISSION_LAG_SECONDS = (-1.0, 2.0)
-#: A long queue runs fewer replays: about this many entries replayed in all, at least
-#: `MIN_SAMPLES` replays (a 500-deep queue still gets a p10 and a p90).
+#: A long queue runs fewer replays: about this many entries (submissions to come included)
+#: replayed in all, at least `MIN_SAMPLES` replays (a 500-deep queue still gets a p10 and a
+#: p90).
 SAMPLE_BUDGET = 4000
 MIN_SAMPLES = 20
 #: A replay stops this far ahead; admissions later than that count as "not within a month".
 HORIZON_SECONDS = 30 * 86400.0
+#: Submissions to come are replayed when the pool had at least `MIN_ARRIVALS` of its newest
+#: `RECENT_ARRIVALS` in the last `ARRIVAL_WINDOW_SECONDS`, at their rate, up to
+#: `AHEAD_SPANS` times the span they came in (a one-off burst is not extrapolated far), and
+#: not at all once the pool has been quiet for `QUIET_GAPS` of their mean gaps (a stream
+#: that stopped: a Poisson one still going is that quiet 5 % of the time).
+RECENT_ARRIVALS = 20
+MIN_ARRIVALS = 5
+ARRIVAL_WINDOW_SECONDS = 3600.0
+AHEAD_SPANS = 3.0
+QUIET_GAPS = 3.0
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -75,13 +91,35 @@ class Durations:
 
 
 @dataclass(frozen=True, slots=True)
+class Arrivals:
+    """The pool's recent submissions, replayed ahead as work to come (`with_arrivals`)."""
+
+    #: How many came in the last `span_seconds` (up to now).
+    count: int
+    span_seconds: float
+    #: What they asked for: each a recent submission (its priority, demand, name, labels).
+    kinds: tuple[Entry, ...]
+
+    @property
+    def rate(self) -> float:
+        """Submissions a second."""
+        return self.count / self.span_seconds
+
+    def text(self) -> str:
+        span = duration_text(self.span_seconds)
+        return f"with submissions to come at this pool's recent rate ({self.count} in {span})"
+
+
+@dataclass(frozen=True, slots=True)
 class History:
-    """Durations of finished workloads of one project, grouped the ways the estimate looks
-    them up. Built by `history_of`."""
+    """What the pool's past says of its future: durations of finished workloads of one
+    project, grouped the ways the estimate looks them up (built by `history_of`), and the
+    pool's recent submissions (`with_arrivals`)."""
 
     by_stem: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     by_labels: Mapping[Labels, tuple[float, ...]] = field(default_factory=dict)
     pool: tuple[float, ...] = ()
+    arrivals: Arrivals | None = None
 
     def durations_for(self, entry: Entry) -> Durations | None:
         """The closest group with at least `MIN_HISTORY` durations (None: no basis)."""
@@ -121,6 +159,22 @@ def history_of(finished: Sequence[Finished], *, pool: Sequence[float] | None = N
         by_labels={k: tuple(v) for k, v in by_labels.items()},
         pool=tuple(item.seconds for item in finished) if pool is None else tuple(pool),
     )
+
+
+def with_arrivals(history: History, recent: Sequence[Entry], now: datetime) -> History:
+    """`history` with the pool's `recent` submissions (newest first, `queued_since` when each
+    was submitted) as `Arrivals`, when there are enough of them lately; only those whose
+    durations history knows are replayed (the others would leave the replay without a basis)."""
+    since = now - timedelta(seconds=ARRIVAL_WINDOW_SECONDS)
+    lately = [e for e in recent[:RECENT_ARRIVALS] if e.queued_since >= since]
+    kinds = tuple(e for e in lately if history.durations_for(e) is not None)
+    if len(lately) < MIN_ARRIVALS or not kinds:
+        return dataclasses.replace(history, arrivals=None)
+    span = max((now - min(e.queued_since for e in lately)).total_seconds(), 1.0)
+    quiet = (now - max(e.queued_since for e in lately)).total_seconds()
+    if quiet > QUIET_GAPS * span / len(lately):
+        return dataclasses.replace(history, arrivals=None)
+    return dataclasses.replace(history, arrivals=Arrivals(len(lately), span, kinds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +284,12 @@ class _Replay:
     def _lagged(self, at: float) -> float:
         return max(at + self.rng.uniform(*ADMISSION_LAG_SECONDS), 0.0) if self.lag else at
 
+    def _start(self, entry: Entry, at: float) -> None:
+        self.waiting.remove(entry)
+        start = self._lagged(at)
+        self.starts.setdefault(entry.id, start)
+        self._hold(entry, start)
+
     def admit(self, at: float) -> None:
         """Kueue's pass over the waiting workloads at `at`."""
         progressed = True
@@ -241,10 +301,7 @@ class _Replay:
                 if self._nothing_fits(free, lowest):
                     break
                 if entry.demand.fits(free):
-                    self.waiting.remove(entry)
-                    start = self._lagged(at)
-                    self.starts.setdefault(entry.id, start)
-                    self._hold(entry, start)
+                    self._start(entry, at)
                     lowest = min(lowest, entry.priority)
                     continue
                 if entry.priority <= lowest:
@@ -266,11 +323,44 @@ class _Replay:
                 progressed = True
                 break
 
+    def _next_arrival(self, at: float) -> float:
+        """When the next submission to come arrives after `at` (inf: none is replayed)."""
+        arrivals = self.history.arrivals
+        if arrivals is None:
+            return math.inf
+        then = at + self.rng.expovariate(arrivals.rate)
+        return then if then <= AHEAD_SPANS * arrivals.span_seconds else math.inf
+
+    def _arrive(self, at: float, arrivals: Arrivals) -> None:
+        """A submission to come, a copy of a recent one, joins the queue in Kueue's order."""
+        like = self.rng.choice(arrivals.kinds)
+        entry = dataclasses.replace(
+            like,
+            id=uuid.UUID(int=self.rng.getrandbits(128)),
+            queued_since=self.now + timedelta(seconds=at),
+            holding=False,
+            held_since=None,
+            kueue_uid="",
+        )
+        bisect.insort(self.waiting, entry, key=order_key)
+        # The quota left free did not change since the last pass: only the newcomer may start
+        # now, or, with a priority above some holder's, preempt (the whole pass then).
+        if entry.demand.fits(self.room):
+            self._start(entry, at)
+        elif any(h.entry.priority < entry.priority for h in self.holders):
+            self.admit(at)
+
     def run(self, until: set[uuid.UUID]) -> None:
         at = 0.0
         self.admit(at)
-        while self.holders and not until <= self.starts.keys():
-            ends = heapq.nsmallest(1, (h.ends for h in self.holders))[0]
+        coming = self._next_arrival(at)
+        while not until <= self.starts.keys():
+            ends = min((h.ends for h in self.holders), default=math.inf)
+            if coming < ends and self.history.arrivals is not None:
+                at = coming
+                self._arrive(at, self.history.arrivals)
+                coming = self._next_arrival(at)
+                continue
             if ends > HORIZON_SECONDS:
                 return
             at = ends
@@ -295,6 +385,8 @@ def start_replay(
         room=quota,
     )
     everyone = list(entries)
+    if history.arrivals is not None:
+        everyone += history.arrivals.kinds
     if everyone:
         replay.smallest = Demand(
             min(e.demand.accelerators for e in everyone),
@@ -331,7 +423,8 @@ def forecast(
     if not waiting:
         return {}
     if samples is None:
-        samples = max(MIN_SAMPLES, min(SAMPLES, SAMPLE_BUDGET // len(entries)))
+        coming = 0 if history.arrivals is None else round(AHEAD_SPANS * history.arrivals.count)
+        samples = max(MIN_SAMPLES, min(SAMPLES, SAMPLE_BUDGET // (len(entries) + coming)))
     targets = {entry.id for entry in waiting}
     starts: dict[uuid.UUID, list[float]] = {entry.id: [] for entry in waiting}
     for run in range(samples):
@@ -360,6 +453,8 @@ def forecast(
                 likely=now + timedelta(seconds=mid),
                 latest=now + timedelta(seconds=high),
             )
+            if history.arrivals is not None and (holders or ahead):
+                basis = f"{basis}; {history.arrivals.text()}"
             if calibration is not None:
                 band = calibration.apply(replay_band, now)
                 basis = f"{basis}; {calibration.text()}"
