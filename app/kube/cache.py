@@ -13,37 +13,72 @@ from app.domain.kube_objects import Key, Manifest, key_of, labels_of
 from app.domain.labels import UID_LABEL
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
+
+    #: What an index files an object under: a value, or None to leave the object out.
+    IndexKey = Callable[[Manifest], str | None]
+
+
+class _Index:
+    def __init__(self, key: IndexKey) -> None:
+        self.key = key
+        self.keys: dict[str, set[Key]] = {}
+
+    def add(self, key: Key, obj: Manifest) -> None:
+        value = self.key(obj)
+        if value is not None:
+            self.keys.setdefault(value, set()).add(key)
+
+    def discard(self, key: Key, obj: Manifest) -> None:
+        value = self.key(obj)
+        keys = self.keys.get(value) if value is not None else None
+        if value is not None and keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.keys[value]
+
+
+def _label_value(label: str) -> IndexKey:
+    return lambda obj: labels_of(obj).get(label)
 
 
 class ObjectCache:
-    """Objects of one kind by key, indexed by each registered label key (always `aicp.dev/uid`)."""
+    """Objects of one kind by key, with indexes: by each registered label key (always
+    `aicp.dev/uid`), and by any value computed from an object (`index_by`)."""
 
     def __init__(self) -> None:
         self._objects: dict[Key, Manifest] = {}
-        self._indexes: dict[str, dict[str, set[Key]]] = {}
+        self._indexes: dict[str, _Index] = {}
         self.index_by_label(UID_LABEL)
 
     def index_by_label(self, label: str) -> None:
         """Maintain an index on `label`'s value (also over what is already cached)."""
-        if label in self._indexes:
+        self.index_by(label, _label_value(label))
+
+    def index_by(self, name: str, key: IndexKey) -> None:
+        """Maintain the index `name`, filing each object under `key(obj)` (objects for which it
+        is None are left out), also over what is already cached. `key` must depend on the
+        object alone: it is asked again when the object is replaced or removed."""
+        if name in self._indexes:
             return
-        index: dict[str, set[Key]] = {}
-        for key, obj in self._objects.items():
-            value = labels_of(obj).get(label)
-            if value is not None:
-                index.setdefault(value, set()).add(key)
-        self._indexes[label] = index
+        index = _Index(key)
+        for obj_key, obj in self._objects.items():
+            index.add(obj_key, obj)
+        self._indexes[name] = index
 
     def get(self, namespace: str | None, name: str) -> Manifest | None:
         return self._objects.get((namespace or "", name))
 
     def by_label(self, label: str, value: str) -> list[Manifest]:
         """Objects whose `label` equals `value`, ordered by key; `label` must be indexed."""
+        return self.by_index(label, value)
+
+    def by_index(self, name: str, value: str) -> list[Manifest]:
+        """Objects the index `name` files under `value`, ordered by key."""
         try:
-            keys = self._indexes[label].get(value, ())
+            keys = self._indexes[name].keys.get(value, ())
         except KeyError:
-            raise KeyError(f"label {label!r} is not indexed; call index_by_label first") from None
+            raise KeyError(f"{name!r} is not indexed; call index_by_label first") from None
         return [self._objects[k] for k in sorted(keys)]
 
     def all_keys(self) -> list[Key]:
@@ -65,10 +100,8 @@ class ObjectCache:
         if old is not None:
             self._unindex(key, old)
         self._objects[key] = obj
-        for label, index in self._indexes.items():
-            value = labels_of(obj).get(label)
-            if value is not None:
-                index.setdefault(value, set()).add(key)
+        for index in self._indexes.values():
+            index.add(key, obj)
         return old
 
     def pop(self, key: Key) -> Manifest | None:
@@ -79,12 +112,5 @@ class ObjectCache:
         return old
 
     def _unindex(self, key: Key, obj: Manifest) -> None:
-        for label, index in self._indexes.items():
-            value = labels_of(obj).get(label)
-            if value is None:
-                continue
-            keys = index.get(value)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del index[value]
+        for index in self._indexes.values():
+            index.discard(key, obj)

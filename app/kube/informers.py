@@ -18,7 +18,9 @@ Namespaces.
 
 Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
 `kueue.x-k8s.io/job-uid` (the Job's uid), Pods by `batch.kubernetes.io/controller-uid` (the
-Job's uid: unique, unlike a name) and `batch.kubernetes.io/job-name`.
+Job's uid: unique, unlike a name) and `batch.kubernetes.io/job-name`, and the suspended Jobs
+by namespace and LocalQueue (`queued_jobs`: a pool's waiting Jobs without walking every Job it
+ever ran).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from app.backoff import Backoff
-from app.domain.kube_objects import namespace_of
+from app.domain.kube_objects import label_of, namespace_of
 from app.domain.labels import (
     JOB_CONTROLLER_UID_LABEL,
     JOB_NAME_LABEL,
@@ -63,6 +65,18 @@ SPEC_PAGE_SIZE = 50
 def in_managed_namespace(obj: Manifest) -> bool:
     """True for objects in a project namespace (`aicp-<project>`)."""
     return namespace_of(obj).startswith(NAME_PREFIX)
+
+
+_QUEUED = "queued"
+
+
+def queued_in(job: Manifest) -> str | None:
+    """Where a suspended Job waits ("<namespace>/<LocalQueue>"); None for any other Job."""
+    spec = job.get("spec") or {}
+    queue = label_of(job, QUEUE_NAME_LABEL)
+    if not spec.get("suspend") or not queue:
+        return None
+    return f"{namespace_of(job)}/{queue}"
 
 
 #: The longest an informer waits between list/watch attempts while the API server fails: an
@@ -111,12 +125,17 @@ class Informers:
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
         self.namespaces = informer(NAMESPACES, MANAGED_BY_SELECTOR)
         self.services = informer(SERVICES, MANAGED_BY_SELECTOR)
-        self.jobs.index_by_label(QUEUE_NAME_LABEL)
+        self.jobs.index_by(_QUEUED, queued_in)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
         self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)
         # Each node's labels and allocatable resources, by name, parsed once per version.
         self._capacities: dict[str, tuple[str, NodeCapacity]] = {}
+
+    def queued_jobs(self, namespace: str, queue: str) -> list[Manifest]:
+        """The suspended Jobs in `namespace` that name LocalQueue `queue` (still waiting for
+        Kueue's admission, or suspended again), ordered by key."""
+        return self.jobs.by_index(_QUEUED, f"{namespace}/{queue}")
 
     @property
     def all(self) -> tuple[Informer, ...]:

@@ -53,6 +53,7 @@ from app.kube.metrics import INFORMER_SYNCED, WATCH_EVENTS, WATCH_RESTARTS
 from app.kube.resources import Resource, request_json
 
 if TYPE_CHECKING:
+    from app.kube.cache import IndexKey
     from app.kube.client import KubeClient
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class Informer:
 
     `start()` launches the loop as a named task; `stop()` cancels it and waits. `synced` is set
     once the first list is in the cache and stays set across relists. Read with `get`,
-    `by_label`, `list()`; register handlers before `start()` to see the initial ADDEDs.
+    `by_label`, `by_index`, `list()`; register handlers before `start()` to see the initial ADDEDs.
     """
 
     def __init__(
@@ -120,11 +121,17 @@ class Informer:
     def by_label(self, label: str, value: str) -> list[Manifest]:
         return self.cache.by_label(label, value)
 
+    def by_index(self, name: str, value: str) -> list[Manifest]:
+        return self.cache.by_index(name, value)
+
     def list(self) -> list[Manifest]:
         return list(self.cache)
 
     def index_by_label(self, label: str) -> None:
         self.cache.index_by_label(label)
+
+    def index_by(self, name: str, key: IndexKey) -> None:
+        self.cache.index_by(name, key)
 
     def add_handler(self, handler: Handler) -> None:
         self._handlers.append(handler)

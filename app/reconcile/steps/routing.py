@@ -12,7 +12,9 @@ in-memory tables and enqueues a key, never doing I/O.
 | Kueue Workload| workload        | its owner Job (ownerReferences) → that Job's uid            |
 | ClusterQueue  | pool, and the   | by name, through `PoolRoutes` (filled by the pool steps);   |
 |               | pool's queued   | its queued workloads (suspended Jobs of that queue in that  |
-|               | workloads       | namespace) too: their reason quotes the pool's usage        |
+|               | workloads       | namespace) too: their reason quotes the pool's usage. The   |
+|               |                 | Jobs cache indexes the suspended ones (`queued_jobs`), so a |
+|               |                 | change costs O(waiting Jobs), not O(Jobs the pool has run)  |
 | Namespace     | project, and    | label `aicp.dev/uid` (the project's id) when it is deleted   |
 |               | the project's   | or being deleted (drift: the project step re-creates it);   |
 |               | pools           | its pools, through `PoolRoutes`, whenever it comes or goes  |
@@ -36,7 +38,6 @@ from app.domain.labels import (
     EVIDENCE_FINALIZER,
     POOL_LABEL,
     PROJECT_LABEL,
-    QUEUE_NAME_LABEL,
     UID_LABEL,
 )
 from app.domain.naming import cluster_queue_name, namespace_for
@@ -175,10 +176,8 @@ class EventRouter:
         pool = label_of(cluster_queue, POOL_LABEL)
         if not project or not pool:
             return
-        namespace = namespace_for(project)
-        for job in self._informers.jobs.by_label(QUEUE_NAME_LABEL, pool):
-            if namespace_of(job) == namespace and (job.get("spec") or {}).get("suspend"):
-                self._workload(self.workload_of_job(job))
+        for job in self._informers.queued_jobs(namespace_for(project), pool):
+            self._workload(self.workload_of_job(job))
 
     def _kueue_workload(self, obj: Manifest) -> None:
         namespace = namespace_of(obj)

@@ -76,6 +76,40 @@ async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
         await informers.stop()
 
 
+async def test_a_queues_waiting_jobs_are_its_suspended_ones_until_kueue_admits_them(
+    kube_with_controllers: KubeClient,
+) -> None:
+    kube = kube_with_controllers
+    informers = Informers(kube, backoff_cap=0.5)
+    informers.start()
+    try:
+        await asyncio.wait_for(informers.wait_synced(), 10)
+        await set_up_queues(kube, "aicp-wait")
+        await apply(kube, queued_job("fits", "aicp-wait"))
+        too_big = queued_job("too-big", "aicp-wait")  # 9 GPUs against a quota of 8
+        resources = too_big["spec"]["template"]["spec"]["containers"][0]["resources"]
+        resources["requests"]["nvidia.com/gpu"] = resources["limits"]["nvidia.com/gpu"] = "9"
+        await apply(kube, too_big)
+
+        await wait_until(
+            lambda: informers.pods.by_label("batch.kubernetes.io/job-name", "fits"),
+            timeout=10,
+            message="the admitted job's pod",
+        )
+        await wait_until(
+            lambda: (
+                [j["metadata"]["name"] for j in informers.queued_jobs("aicp-wait", "gpu")]
+                == ["too-big"]
+            ),
+            timeout=10,
+            message="only the job that cannot be admitted waiting in the queue",
+        )
+        assert informers.queued_jobs("aicp-wait", "other-queue") == []
+        assert informers.queued_jobs("aicp-team", "gpu") == []
+    finally:
+        await informers.stop()
+
+
 async def test_kueue_workloads_outside_project_namespaces_are_not_cached(
     kube_with_controllers: KubeClient,
 ) -> None:

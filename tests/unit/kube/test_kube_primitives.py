@@ -116,3 +116,24 @@ def test_a_label_indexed_later_covers_what_is_already_cached() -> None:
         cache.by_label("job-name", "j")
     cache.index_by_label("job-name")
     assert [o["metadata"]["name"] for o in cache.by_label("job-name", "j")] == ["p1"]
+
+
+def test_a_computed_index_refiles_an_object_whose_value_changes_and_drops_one_it_leaves_out() -> (
+    None
+):
+    cache = ObjectCache()
+    cache.put(job("a", "u1"))
+    cache.index_by(
+        "first-letter-of-uid",
+        lambda o: (o["metadata"]["labels"].get("aicp.dev/uid") or "")[:1] or None,
+    )
+    cache.put(job("b", "v2"))
+    cache.put(job("c", None))
+    assert [o["metadata"]["name"] for o in cache.by_index("first-letter-of-uid", "u")] == ["a"]
+
+    cache.put(job("a", "v1"))  # refiled
+    cache.put(job("b", None))  # no longer filed
+    assert [o["metadata"]["name"] for o in cache.by_index("first-letter-of-uid", "v")] == ["a"]
+    assert cache.by_index("first-letter-of-uid", "u") == []
+    cache.pop(("aicp-p", "a"))
+    assert cache.by_index("first-letter-of-uid", "v") == []
