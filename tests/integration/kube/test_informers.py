@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import contextlib
+from typing import TYPE_CHECKING, Any
 
 from app.kube.apply import apply
 from app.kube.client import KubeClient
@@ -17,6 +18,9 @@ from tests.integration.kube.manifests import (
     namespace_manifest,
 )
 from tests.support.waiting import wait_until
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 def queued_job(name: str, namespace: str) -> dict[str, Any]:
@@ -37,6 +41,18 @@ async def set_up_queues(kube: KubeClient, namespace: str) -> None:
     queue["spec"]["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
     await apply(kube, queue)
     await apply(kube, local_queue_manifest("gpu", namespace, f"{namespace}-gpu"))
+
+
+@contextlib.asynccontextmanager
+async def synced_informers(kube: KubeClient) -> AsyncIterator[Informers]:
+    """aicp's informers, started and past their first lists; stopped after."""
+    informers = Informers(kube, backoff_cap=0.5)
+    informers.start()
+    try:
+        await asyncio.wait_for(informers.wait_synced(), 10)
+        yield informers
+    finally:
+        await informers.stop()
 
 
 async def test_the_informers_follow_a_job_through_kueue_to_its_pod_and_node(
@@ -80,10 +96,7 @@ async def test_a_queues_waiting_jobs_are_its_suspended_ones_until_kueue_admits_t
     kube_with_controllers: KubeClient,
 ) -> None:
     kube = kube_with_controllers
-    informers = Informers(kube, backoff_cap=0.5)
-    informers.start()
-    try:
-        await asyncio.wait_for(informers.wait_synced(), 10)
+    async with synced_informers(kube) as informers:
         await set_up_queues(kube, "aicp-wait")
         await apply(kube, queued_job("fits", "aicp-wait"))
         too_big = queued_job("too-big", "aicp-wait")  # 9 GPUs against a quota of 8
@@ -106,18 +119,13 @@ async def test_a_queues_waiting_jobs_are_its_suspended_ones_until_kueue_admits_t
         )
         assert informers.queued_jobs("aicp-wait", "other-queue") == []
         assert informers.queued_jobs("aicp-team", "gpu") == []
-    finally:
-        await informers.stop()
 
 
 async def test_kueue_workloads_outside_project_namespaces_are_not_cached(
     kube_with_controllers: KubeClient,
 ) -> None:
     kube = kube_with_controllers
-    informers = Informers(kube, backoff_cap=0.5)
-    informers.start()
-    try:
-        await asyncio.wait_for(informers.wait_synced(), 10)
+    async with synced_informers(kube) as informers:
         await set_up_queues(kube, "team-other")
         await set_up_queues(kube, "aicp-mine")
         await apply(kube, queued_job("theirs", "team-other"))
@@ -131,8 +139,6 @@ async def test_kueue_workloads_outside_project_namespaces_are_not_cached(
         )
         namespaces = {w["metadata"]["namespace"] for w in informers.workloads.list()}
         assert namespaces == {"aicp-mine"}
-    finally:
-        await informers.stop()
 
 
 async def test_the_node_view_is_unknown_until_synced_then_follows_the_nodes(
