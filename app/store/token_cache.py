@@ -139,7 +139,8 @@ class TokenCache:
         if self._interest is not None:
             self._interest.close()
             self._interest = None
-        self._lost()
+        self.listening.clear()  # an orderly stop: nothing to warn about
+        self.drop_all()
 
     def _connected(self) -> None:
         self.connects += 1

@@ -88,8 +88,8 @@ async def test_a_flood_of_bad_tokens_costs_a_database_read_only_up_to_the_client
             ]
             statuses = [r.status_code for r in distinct]
             assert statuses[:4] == [401] * 4  # the burst (1/s for 5 s) less the repeated one
-            assert statuses.count(429) >= 30
-            refused = distinct[-1]
+            assert statuses.count(429) >= 30  # a slow machine refills the bucket a few times
+            refused = next(r for r in reversed(distinct) if r.status_code == 429)
             assert refused.json()["limit"] == "client-auth-failures"
             assert int(refused.headers["Retry-After"]) >= 1
             # A valid token this replica has seen is still served (from its cache).
