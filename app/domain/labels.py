@@ -23,6 +23,9 @@ PROJECT_LABEL: Final = "aicp.dev/project"
 POOL_LABEL: Final = "aicp.dev/pool"
 WORKLOAD_LABEL: Final = "aicp.dev/workload"
 UID_LABEL: Final = "aicp.dev/uid"
+#: On every object of an inference service (and its pods): the service's name. The informer
+#: handler routes an object carrying it to the service, not to a workload.
+SERVICE_LABEL: Final = "aicp.dev/service"
 GENERATION_LABEL: Final = "aicp.dev/generation"
 ACCELERATOR_CLASS_LABEL: Final = "aicp.dev/accelerator-class"
 

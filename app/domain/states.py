@@ -21,6 +21,18 @@ class WorkloadState(enum.StrEnum):
         return self in (WorkloadState.SUCCEEDED, WorkloadState.FAILED)
 
 
+class ServiceState(enum.StrEnum):
+    """Where an inference service stands: its replicas, their readiness and their rollout."""
+
+    PENDING = "PENDING"  # accepted, nothing applied yet
+    PROGRESSING = "PROGRESSING"  # fewer replicas ready than asked, none failing: starting,
+    # waiting for quota, or rolling out a new generation
+    READY = "READY"  # every replica asked for is ready on the current generation
+    DEGRADED = "DEGRADED"  # a replica is failing (OOM-killed, crash looping, image missing),
+    # or the rollout cannot finish
+    DELETING = "DELETING"  # deletion requested, cleanup not yet observed
+
+
 class ResourceState(enum.StrEnum):
     """States of projects and compute pools."""
 
