@@ -141,6 +141,9 @@ FROM compute_pools WHERE project_id = $1 AND id <> $2;
  ORDER BY name LIMIT 20)
 UNION ALL
 (SELECT 'workload/' || name AS ref FROM workloads WHERE project_id = $1
+ ORDER BY name LIMIT 20)
+UNION ALL
+(SELECT 'service/' || name AS ref FROM services WHERE project_id = $1
  ORDER BY name LIMIT 20);
 
 -- name: request_project_deletion
@@ -334,6 +337,8 @@ SELECT CASE $1::text
                                   ELSE 'deleting' END FROM compute_pools WHERE id = $2)
     WHEN 'workload' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
                                       ELSE 'deleting' END FROM workloads WHERE id = $2)
+    WHEN 'service' THEN (SELECT CASE WHEN deletion_requested_at IS NULL THEN 'live'
+                                     ELSE 'deleting' END FROM services WHERE id = $2)
     WHEN 'token' THEN (SELECT CASE WHEN revoked_at IS NULL THEN 'live'
                                    ELSE 'deleting' END FROM api_tokens WHERE id = $2)
 END AS state;
@@ -459,11 +464,17 @@ WHERE id = $1
 RETURNING generation;
 
 -- name: pool_users
--- Workloads (not being deleted) that keep a pool in use; a bounded sample for the 409.
-SELECT 'workload/' || name AS ref FROM workloads
-WHERE pool_id = $1 AND deletion_requested_at IS NULL
-ORDER BY name
-LIMIT 20;
+-- Workloads and services (not being deleted) that keep a pool in use; a bounded sample for
+-- the 409.
+(SELECT 'workload/' || name AS ref FROM workloads
+ WHERE pool_id = $1 AND deletion_requested_at IS NULL
+ ORDER BY name
+ LIMIT 20)
+UNION ALL
+(SELECT 'service/' || name AS ref FROM services
+ WHERE pool_id = $1 AND deletion_requested_at IS NULL
+ ORDER BY name
+ LIMIT 20);
 
 -- name: pool_finished_workloads_delete
 -- A pool's deletion takes its finished (SUCCEEDED, FAILED) workloads along: each becomes
@@ -550,6 +561,54 @@ UPDATE workloads
 SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
 WHERE id = $1
 RETURNING *;
+
+-- ===== section: services =====
+-- app/store/services.py: inference services, written like workloads (one row per service,
+-- generation per spec change, soft delete).
+
+-- name: insert_service
+-- Unless the name is taken in the project (constraint-decided, as for workloads).
+WITH clock AS (SELECT clock_timestamp() AS at)
+INSERT INTO services (id, project_id, pool_id, name, spec, state_reason, created_by,
+                      created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT at FROM clock), (SELECT at FROM clock))
+ON CONFLICT (project_id, name) DO NOTHING
+RETURNING *;
+
+-- name: service_by_name
+SELECT * FROM services WHERE project_id = $1 AND name = $2;
+
+-- name: lock_service
+-- Before a replacement, a scale or a deletion request.
+SELECT * FROM services WHERE project_id = $1 AND name = $2 FOR NO KEY UPDATE;
+
+-- name: list_services
+-- Newest first, in keyset pages; every filter optional: $2 state, $3 pool id, $4 an escaped
+-- ILIKE pattern of the name. A project holds few services, so one statement serves them all.
+SELECT s.*, octet_length(s::text) AS row_bytes FROM services s
+WHERE project_id = $1
+  AND ($2::text IS NULL OR state = $2)
+  AND ($3::uuid IS NULL OR pool_id = $3)
+  AND ($4::text IS NULL OR name ILIKE $4 ESCAPE '\')
+  AND (created_at, id) < ($5, $6::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $7;
+
+-- name: replace_service
+-- The new spec is the next generation. The state stays as it is (the replicas keep serving)
+-- until the reconciler has applied the new generation and observed it.
+UPDATE services
+SET spec = $2, pool_id = $3, generation = generation + 1, state_reason = $4, updated_at = now()
+WHERE id = $1
+RETURNING *;
+
+-- name: request_service_deletion
+UPDATE services
+SET deletion_requested_at = now(), state = 'DELETING', state_reason = $2, updated_at = now()
+WHERE id = $1
+RETURNING *;
+
+-- ===== end section: services =====
 
 -- ===== section: events =====
 -- app/store/events.py: a resource's trail, newest first by id (index events_by_resource).
@@ -697,6 +756,20 @@ JOIN compute_pools c ON c.id = w.pool_id
 JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
 WHERE w.id = $1;
 
+-- name: steps_service_load
+-- The service with its project's and pool's names, whether both have been reconciled at least
+-- once (the namespace and the LocalQueue exist), and the binding's resource name.
+SELECT s.id, s.project_id, s.pool_id, s.name, s.spec, s.generation, s.observed_generation,
+       s.state, s.state_reason, s.observed, s.deletion_requested_at, s.created_at,
+       p.name AS project_name, p.observed_generation AS project_observed_generation,
+       c.name AS pool_name, c.observed_generation AS pool_observed_generation,
+       b.resource_name AS accelerator_resource
+FROM services s
+JOIN projects p ON p.id = s.project_id
+JOIN compute_pools c ON c.id = s.pool_id
+JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
+WHERE s.id = $1;
+
 -- name: steps_pool_routes
 -- Every pool's ClusterQueue address (project and pool name), for routing informer events.
 SELECT c.id, p.name AS project_name, c.name AS pool_name
@@ -839,6 +912,42 @@ recorded AS (
 SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written,
        (SELECT age FROM updated) AS age;
 
+-- name: steps_service_set_status
+-- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
+-- the events of the change: $8 project id, $9 name, $10 actor, and one array element
+-- per event in $11 types, $12 reasons, $13 messages, $14 once_keys. One statement (its
+-- own transaction when run alone): the lease lock holds until the events are in.
+WITH
+-- the caller's lease, if it is still live now (not just when the transaction began), locked
+-- until the transaction ends: a peer's takeover waits, so the check still holds at commit
+lease AS (
+    SELECT 1 FROM leases l
+    WHERE l.kind = 'service' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
+      AND l.expires_at > clock_timestamp()
+    FOR SHARE OF l
+),
+-- the write, only onto the generation it was computed from and never over a deletion
+updated AS (
+    UPDATE services s
+    SET state = $5, state_reason = $6, observed = $7, observed_generation = $4,
+        updated_at = now()
+    WHERE s.id = $3 AND s.generation = $4 AND s.deletion_requested_at IS NULL
+      AND EXISTS (SELECT 1 FROM lease)
+    RETURNING s.id
+),
+-- its events, only with the write; a repeated once_key is skipped (see insert_event)
+recorded AS (
+    INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                        generation, actor, once_key)
+    SELECT $8, 'service', $3, $9, e.type, e.reason, e.message, $4, $10, e.once_key
+    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[])
+         WITH ORDINALITY AS e(type, reason, message, once_key, n)
+    WHERE EXISTS (SELECT 1 FROM updated)
+    ORDER BY e.n
+    ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING
+)
+SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
+
 -- name: steps_workload_set_observed
 -- Evidence only (state, reason and generation untouched): the facts of a Job that is going
 -- away, during deletion or replacement. $3 id, $4 observed. No row: the lease moved.
@@ -859,6 +968,9 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET final = EXCLUDED.final, deleted_at
 -- name: steps_delete_workload
 DELETE FROM workloads WHERE id = $1 AND deletion_requested_at IS NOT NULL;
 
+-- name: steps_delete_service
+DELETE FROM services WHERE id = $1 AND deletion_requested_at IS NOT NULL;
+
 -- name: steps_delete_pool
 DELETE FROM compute_pools WHERE id = $1 AND deletion_requested_at IS NOT NULL;
 
@@ -866,12 +978,15 @@ DELETE FROM compute_pools WHERE id = $1 AND deletion_requested_at IS NOT NULL;
 DELETE FROM projects WHERE id = $1 AND deletion_requested_at IS NOT NULL;
 
 -- name: steps_pool_has_workloads
--- Any workload row, even one being deleted, still references the pool (foreign key).
-SELECT EXISTS (SELECT 1 FROM workloads WHERE pool_id = $1);
+-- Any workload or service row, even one being deleted, still references the pool (foreign
+-- key).
+SELECT EXISTS (SELECT 1 FROM workloads WHERE pool_id = $1)
+    OR EXISTS (SELECT 1 FROM services WHERE pool_id = $1);
 
 -- name: steps_project_has_children
 SELECT EXISTS (SELECT 1 FROM compute_pools WHERE project_id = $1)
-    OR EXISTS (SELECT 1 FROM workloads WHERE project_id = $1);
+    OR EXISTS (SELECT 1 FROM workloads WHERE project_id = $1)
+    OR EXISTS (SELECT 1 FROM services WHERE project_id = $1);
 
 -- name: steps_lock_flavor
 -- Serializes every apply and delete of one ResourceFlavor across replicas (invariant 9), for
@@ -906,6 +1021,9 @@ SELECT 'pool', count(*) FROM compute_pools
 WHERE deletion_requested_at < now() - interval '1 minute'
 UNION ALL
 SELECT 'workload', count(*) FROM workloads
+WHERE deletion_requested_at < now() - interval '1 minute'
+UNION ALL
+SELECT 'service', count(*) FROM services
 WHERE deletion_requested_at < now() - interval '1 minute';
 
 -- ===== end section: reconcile steps =====
@@ -937,6 +1055,9 @@ present AS (
     UNION ALL
     SELECT w.kind, w.resource_id FROM wanted w
     JOIN workloads wl ON w.kind = 'workload' AND wl.id = w.resource_id
+    UNION ALL
+    SELECT w.kind, w.resource_id FROM wanted w
+    JOIN services sv ON w.kind = 'service' AND sv.id = w.resource_id
 )
 -- in key order, as the sweep does: two claims over overlapping keys then lock rows in the same
 -- order and cannot deadlock
@@ -1008,11 +1129,21 @@ due_workloads AS (
     LIMIT $3
     FOR NO KEY UPDATE OF w SKIP LOCKED
 ),
+-- services need work as long as they exist: they never finish (index services_needing_work)
+due_services AS (
+    SELECT 'service'::text AS kind, s.id AS resource_id FROM services s
+    WHERE NOT EXISTS (SELECT 1 FROM leases l
+                      WHERE l.kind = 'service' AND l.resource_id = s.id AND l.expires_at > now())
+    ORDER BY s.id
+    LIMIT $3
+    FOR NO KEY UPDATE OF s SKIP LOCKED
+),
 -- every candidate, whatever its kind
 due AS (
     SELECT * FROM due_projects
     UNION ALL SELECT * FROM due_pools
     UNION ALL SELECT * FROM due_workloads
+    UNION ALL SELECT * FROM due_services
 )
 -- take each lease: new, or an expired one taken over. The conflict re-check makes this safe even
 -- when two sweeps saw the same expired lease: the second one's update finds it live and skips it.
@@ -1073,6 +1204,15 @@ SELECT extract(epoch FROM min(soonest) - now())::float8 AS seconds FROM (
         ORDER BY p.updated_at
         LIMIT 10000
     ) AS project_leases
+    UNION ALL
+    SELECT min(soonest) FROM (
+        SELECT (SELECT l.expires_at FROM leases l
+                WHERE l.kind = 'service' AND l.resource_id = s.id AND l.expires_at > now()
+                  AND (l.owner <> $1 OR l.incarnation <> $2)) AS soonest
+        FROM services s
+        ORDER BY s.id
+        LIMIT 10000
+    ) AS service_leases
 ) AS per_kind;
 
 -- name: lease_renew_all

@@ -59,6 +59,7 @@ _NOUNS: dict[str, str] = {
     "project": "Project",
     "pool": "Compute pool",
     "workload": "Workload",
+    "service": "Service",
     "token": "Token",
 }
 

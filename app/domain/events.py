@@ -35,6 +35,7 @@ class EventType(enum.StrEnum):
     DRIFT_CORRECTED = "DriftCorrected"
     EVIDENCE_RECORDED = "EvidenceRecorded"
     FINALIZED = "Finalized"  # provider cleanup finished; the resource is gone
+    PROGRESSING = "Progressing"  # a service's replicas are starting, waiting or rolling out
 
 
 class EventReason(enum.StrEnum):
@@ -50,3 +51,6 @@ class EventReason(enum.StrEnum):
     JOB_RECREATED = "JobRecreated"
     JOB_REJECTED = "JobRejected"
     START_DEADLINE_EXCEEDED = "StartDeadlineExceeded"
+    SCALED = "Scaled"  # a service's replica count changed (PATCH)
+    REPLICAS_RESTORED = "ReplicasRestored"  # a service's Deployment scaled by hand, undone
+    OBJECT_RESTORED = "ObjectRestored"  # a service's object deleted or edited by hand, restored

@@ -24,7 +24,7 @@ from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_q
 
 if TYPE_CHECKING:
     from app.domain.kube_objects import Manifest
-    from app.domain.specs import WorkloadSpec
+    from app.domain.specs import PodRequest
 
 
 class NodeCapacity(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,7 +105,7 @@ def _matches(node: NodeCapacity, node_labels: Mapping[str, str]) -> bool:
 
 
 def check_fits_node(
-    spec: WorkloadSpec,
+    spec: PodRequest,
     *,
     accelerator_class: str,
     resource_name: str,

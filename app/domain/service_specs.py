@@ -51,8 +51,8 @@ class Autoscaling(_Body):
     """A HorizontalPodAutoscaler on the replicas' CPU use. While it is set, the autoscaler owns
     the replica count: aicp never declares `spec.replicas` on the Deployment."""
 
-    min_replicas: Annotated[int, msgspec.Meta(ge=1, le=MAX_SERVICE_REPLICAS, examples=[1])] = 1
     max_replicas: Annotated[int, msgspec.Meta(ge=1, le=MAX_SERVICE_REPLICAS, examples=[4])]
+    min_replicas: Annotated[int, msgspec.Meta(ge=1, le=MAX_SERVICE_REPLICAS, examples=[1])] = 1
     target_cpu_percent: Annotated[int, msgspec.Meta(ge=1, le=100, examples=[70])] = 70
 
 

@@ -9,7 +9,7 @@ instead of a silently ignored typo.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 import msgspec
 
@@ -229,6 +229,27 @@ class WorkloadSpec(_Body):
     def pods(self) -> int:
         """How many pods the workload runs at once: its ranks, or its replicas."""
         return self.nodes if self.distributed else self.replicas
+
+
+class PodRequest(Protocol):
+    """What the pool and node checks read of a spec: the pool, one pod's request, and how many
+    pods must fit the pool's quota at once (a workload's ranks or replicas; one replica of a
+    service, whose replicas Kueue admits one by one)."""
+
+    @property
+    def compute_pool(self) -> str: ...
+
+    @property
+    def accelerators(self) -> int: ...
+
+    @property
+    def cpu(self) -> str: ...
+
+    @property
+    def memory(self) -> str: ...
+
+    @property
+    def pods(self) -> int: ...
 
 
 BindingRole = Literal["platform-admin", "admin", "editor", "viewer"]

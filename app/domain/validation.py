@@ -21,6 +21,7 @@ from docker_image.reference import InvalidReference, Reference
 
 from app.domain.quantity import QuantityError, format_bytes, format_cpu, parse_quantity
 from app.domain.render.rendezvous import RENDEZVOUS_ENV
+from app.domain.service_specs import ServiceSpec
 from app.domain.specs import (
     NAME_PATTERN,
     RESERVED_NAME_PREFIXES,
@@ -37,6 +38,8 @@ from app.domain.text import control_problem
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from app.domain.specs import PodRequest
 
 Violation = tuple[str, str]
 
@@ -344,6 +347,28 @@ def check_workload(spec: WorkloadSpec) -> list[Violation]:
     ]
 
 
+def check_service(spec: ServiceSpec) -> list[Violation]:
+    """Every rule on a service spec beyond its schema (the pool is checked separately): the
+    workload rules that apply to one replica, and an autoscaler whose bounds make sense."""
+    found = [
+        *check_name("name", spec.name),
+        *check_image("image", spec.image),
+        *check_cpu("cpu", spec.cpu, allow_zero=False),
+        *check_memory("memory", spec.memory, allow_zero=False),
+        *check_env("env", spec.env),
+        *check_labels("labels", spec.labels),
+    ]
+    scaling = spec.autoscaling
+    if scaling is not None and scaling.min_replicas > scaling.max_replicas:
+        found.append(
+            (
+                "autoscaling.min_replicas",
+                f"must be at most max_replicas ({scaling.max_replicas})",
+            )
+        )
+    return found
+
+
 def check_nodes(spec: WorkloadSpec) -> list[Violation]:
     """A multi-node workload is one pod per rank: `replicas` must stay 1, and its `env` may
     not set the rendezvous variables aicp injects (`app.domain.render.rendezvous`)."""
@@ -393,7 +418,7 @@ class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_fits_pool(
-    spec: WorkloadSpec, quota: Quota, *, accelerator_class: str
+    spec: PodRequest, quota: Quota, *, accelerator_class: str
 ) -> CapacityShortfall | None:
     """Return the shortfall when `replicas * per-replica request` exceeds `quota`, else None.
 
@@ -451,6 +476,12 @@ FIELD_RULES: dict[tuple[type, str], FieldRule] = {
     (WorkloadSpec, "memory"): lambda field, value: check_memory(field, value, allow_zero=False),
     (WorkloadSpec, "env"): check_env,
     (WorkloadSpec, "labels"): check_labels,
+    (ServiceSpec, "name"): check_name,
+    (ServiceSpec, "image"): check_image,
+    (ServiceSpec, "cpu"): lambda field, value: check_cpu(field, value, allow_zero=False),
+    (ServiceSpec, "memory"): lambda field, value: check_memory(field, value, allow_zero=False),
+    (ServiceSpec, "env"): check_env,
+    (ServiceSpec, "labels"): check_labels,
     (BindingPut, "resource_name"): check_resource_name,
     (BindingPut, "node_labels"): lambda field, value: check_labels(
         field, value, limit=MAX_FLAVOR_NODE_LABELS, reserved_domains=False

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from app.domain.states import ResourceState, WorkloadState
+from app.domain.states import ResourceState, ServiceState, WorkloadState
 from app.store.queries import QUERIES
 
 if TYPE_CHECKING:
@@ -77,6 +77,24 @@ class WorkloadRow:
     observed: dict[str, Any]
     deleting: bool
     created_at: datetime
+    accelerator_resource: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceRow:
+    id: uuid.UUID
+    project_id: uuid.UUID
+    project: str
+    pool: str
+    queues_ready: bool  # the namespace and the pool's queues have been applied at least once
+    name: str
+    spec: dict[str, Any]
+    generation: int
+    observed_generation: int
+    state: ServiceState
+    state_reason: str | None
+    observed: dict[str, Any]
+    deleting: bool
     accelerator_resource: str
 
 
@@ -156,6 +174,28 @@ async def load_workload(conn: Connection, workload_id: uuid.UUID) -> WorkloadRow
     )
 
 
+async def load_service(conn: Connection, service_id: uuid.UUID) -> ServiceRow | None:
+    row = await conn.fetchrow(QUERIES["steps_service_load"], service_id)
+    if row is None:
+        return None
+    return ServiceRow(
+        id=row["id"],
+        project_id=row["project_id"],
+        project=row["project_name"],
+        pool=row["pool_name"],
+        queues_ready=row["project_observed_generation"] > 0 and row["pool_observed_generation"] > 0,
+        name=row["name"],
+        spec=row["spec"],
+        generation=row["generation"],
+        observed_generation=row["observed_generation"],
+        state=ServiceState(row["state"]),
+        state_reason=row["state_reason"],
+        observed=row["observed"] or {},
+        deleting=row["deletion_requested_at"] is not None,
+        accelerator_resource=row["accelerator_resource"],
+    )
+
+
 async def pool_routes(conn: Connection) -> list[tuple[uuid.UUID, str, str]]:
     """(pool id, project name, pool name) of every pool."""
     rows = await conn.fetch(QUERIES["steps_pool_routes"])
@@ -207,6 +247,7 @@ _SET_STATUS: dict[Kind, LiteralString] = {
     "project": QUERIES["steps_project_set_status"],
     "pool": QUERIES["steps_pool_set_status"],
     "workload": QUERIES["steps_workload_set_status"],
+    "service": QUERIES["steps_service_set_status"],
 }
 
 
@@ -238,7 +279,7 @@ async def set_status(
     epoch: int,
     resource_id: uuid.UUID,
     generation: int,
-    state: WorkloadState | ResourceState,
+    state: WorkloadState | ResourceState | ServiceState,
     reason: str,
     observed: dict[str, Any],
     audit: Audit,
@@ -296,6 +337,7 @@ _DELETE: dict[Kind, LiteralString] = {
     "project": QUERIES["steps_delete_project"],
     "pool": QUERIES["steps_delete_pool"],
     "workload": QUERIES["steps_delete_workload"],
+    "service": QUERIES["steps_delete_service"],
 }
 
 

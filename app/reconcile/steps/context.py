@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.domain.events import EventReason, EventType
-from app.domain.states import ResourceState, WorkloadState
+from app.domain.states import ResourceState, ServiceState, WorkloadState
 from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
 from app.reconcile.steps.routing import PoolRoutes
 from app.store import reconciling
@@ -111,7 +111,7 @@ class StepContext:
         subject: Subject,
         *,
         generation: int,
-        state: WorkloadState | ResourceState,
+        state: WorkloadState | ResourceState | ServiceState,
         reason: str,
         observed: dict[str, Any],
         events: list[Event] | None = None,
