@@ -11,11 +11,11 @@ from click.shell_completion import CompletionItem
 
 from aicp_cli import progress
 from aicp_cli.client import Client
+from aicp_cli.describing import lineage, pairs, section, timeline
 from aicp_cli.errors import ApiError, CliError
 from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, by_name, kind_named
 from aicp_cli.output import (
     FORMATS,
-    age,
     cell,
     dump,
     dump_event,
@@ -217,28 +217,17 @@ def _queue_lines(queue: dict[str, Any] | None) -> list[tuple[str, Any]]:
     ]
 
 
-def _lineage(resource: dict[str, Any]) -> list[tuple[str, Any]]:
-    """`describe`'s UID, generation (and the one observed) and creation lines of a resource."""
-    observed = (resource.get("status") or {}).get("observed_generation")
-    created = resource.get("created_at")
-    return [
-        ("UID", resource.get("uid")),
-        ("Generation", f"{resource.get('generation')} (observed {observed})"),
-        ("Created", f"{created} ({age(created)} ago) by {resource.get('created_by')}"),
-    ]
-
-
 def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
     spec, status = w.get("spec") or {}, w.get("status") or {}
     lines: list[tuple[str, Any]] = [
         ("Name", w["name"]),
         ("Project", w.get("project")),
         ("Compute pool", w.get("compute_pool")),
-        *_lineage(w),
+        *lineage(w),
     ]
-    _section("", lines)
+    section("", lines)
     command = " ".join([*(spec.get("command") or []), *(spec.get("args") or [])])
-    _section(
+    section(
         "Spec",
         [
             ("Image", spec.get("image")),
@@ -249,14 +238,14 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
             ("Start deadline", _start_deadline(spec.get("start_deadline_seconds"))),
             ("Retries", spec.get("retries")),
             ("Priority", spec.get("priority")),
-            ("Env", ", ".join(f"{k}={v}" for k, v in (spec.get("env") or {}).items()) or "-"),
-            ("Labels", ", ".join(f"{k}={v}" for k, v in (spec.get("labels") or {}).items()) or "-"),
+            ("Env", pairs(spec.get("env"))),
+            ("Labels", pairs(spec.get("labels"))),
         ],
     )
     admission = status.get("admission") or {}
     accelerator = status.get("accelerator") or {}
     job = status.get("job") or {}
-    _section(
+    section(
         "Status",
         [
             ("State", status.get("state")),
@@ -300,34 +289,25 @@ def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
                 f"  {rank.get('rank')}: {rank.get('phase') or '-'} on "
                 f"{rank.get('node') or '-'}{product}, pod {rank.get('pod') or '-'}{ended}{oom}"
             )
-    click.echo("Events:")
-    if not events:
-        click.echo("  (none)")
-    for event in reversed(events):
-        when, kind = age(event.get("at")), event.get("type") or ""
-        message, actor = (
-            printable(event.get("message")),
-            printable(event.get("actor_name") or event.get("actor")),
-        )
-        click.echo(f"  {when:>5}  {printable(kind):<18} {message}  [{actor}]")
+    timeline(events)
 
 
 def _describe_project(p: dict[str, Any]) -> None:
     status = p.get("status") or {}
     limits = p.get("limits") or {}
-    _section(
+    section(
         "",
         [
             ("Name", p["name"]),
             ("Display name", p.get("display_name")),
             ("Namespace", p.get("namespace")),
-            *_lineage(p),
+            *lineage(p),
             ("State", status.get("state")),
             ("Reason", status.get("reason")),
         ],
     )
     accelerators = limits.get("accelerators")
-    _section(
+    section(
         "Limits (what its compute pools may hold together)",
         [
             (
@@ -341,17 +321,6 @@ def _describe_project(p: dict[str, Any]) -> None:
             ("Memory", limits.get("memory") or "no ceiling"),
         ],
     )
-
-
-def _section(title: str, lines: list[tuple[str, Any]]) -> None:
-    indent = ""
-    if title:
-        click.echo(f"{title}:")
-        indent = "  "
-    width = max(len(label) for label, _ in lines) + 1
-    for label, value in lines:
-        shown = "-" if value is None else printable(value)
-        click.echo(f"{indent}{(label + ':').ljust(width + 1)} {shown}")
 
 
 @click.command(short_help="Print a workload's logs, or follow them.")
