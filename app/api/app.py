@@ -21,6 +21,7 @@ from app.api import (
     pools,
     projects,
     role_bindings,
+    services,
     shutdown,
     sign_on,
     tokens,
@@ -110,6 +111,7 @@ def _resource_routes() -> list[Any]:
         *pools.ROUTES,
         *forecasts.ROUTES,
         *workloads.ROUTES,
+        *services.ROUTES,
         *events.ROUTES,
         *workload_views.ROUTES,
     ]

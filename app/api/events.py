@@ -19,7 +19,7 @@ from app.store import events, pools, workloads
 from app.store.db import Connection
 
 
-async def _trail(
+async def trail(
     conn: Connection,
     paging: Paging,
     kind: Kind,
@@ -55,7 +55,7 @@ async def workload_events(
 ) -> EventList:
     async with db.connection() as conn:
         workload_id = await workloads.get_id(conn, caller.require_project(), name)
-        return await _trail(conn, paging, "workload", workload_id, cursor, limit)
+        return await trail(conn, paging, "workload", workload_id, cursor, limit)
 
 
 @get(
@@ -77,7 +77,7 @@ async def pool_events(
 ) -> EventList:
     async with db.connection() as conn:
         pool_id = await pools.get_id(conn, caller.require_project(), pool)
-        return await _trail(conn, paging, "pool", pool_id, cursor, limit)
+        return await trail(conn, paging, "pool", pool_id, cursor, limit)
 
 
 ROUTES = [workload_events, pool_events]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from app.store.db import Connection
 
-CreatedKind = Literal["project", "pool", "workload", "token"]
+CreatedKind = Literal["project", "pool", "workload", "service", "token"]
 ResourceState = Literal["live", "deleting", "gone"]
 
 

@@ -27,7 +27,8 @@ from app.domain.errors import (
 )
 from app.domain.events import EventReason, EventType
 from app.domain.node_fit import check_fits_node
-from app.domain.specs import Quota
+from app.domain.service_specs import ServiceSpec
+from app.domain.specs import Quota, WorkloadSpec
 from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
     from app.domain.kinds import Kind
     from app.domain.node_fit import NodeSource
-    from app.domain.specs import WorkloadSpec
+    from app.domain.specs import PodRequest
     from app.store.db import Connection
     from app.store.pools import ProjectScope
 
@@ -55,16 +56,18 @@ def _replaced_reason(generation: int) -> str:
     )
 
 
-def _pods_times(spec: WorkloadSpec) -> str:
-    """How a shortfall's total is made: `replicas x per-replica` (as always) or, for a
-    multi-node workload, `nodes (4) x per-node`."""
-    if spec.distributed:
+def _pods_times(spec: PodRequest) -> str:
+    """How a shortfall's total is made: `replicas x per-replica` (as always), for a
+    multi-node workload `nodes (4) x per-node`, for a service one replica's request."""
+    if isinstance(spec, ServiceSpec):
+        return "one replica's"
+    if isinstance(spec, WorkloadSpec) and spec.distributed:
         return f"nodes ({spec.nodes}) x per-node"
     return "replicas x per-replica"
 
 
-async def _pool_that_fits(
-    conn: Connection, project: ProjectScope, spec: WorkloadSpec, nodes: NodeSource | None
+async def pool_that_fits(
+    conn: Connection, project: ProjectScope, spec: PodRequest, nodes: NodeSource | None
 ) -> uuid.UUID:
     """Key-share-lock the spec's pool and check the workload can ever fit it, and one of its
     pods some node of the pool's class (when `nodes` knows the cluster's nodes); its id."""
@@ -94,7 +97,7 @@ async def _pool_that_fits(
 
 
 async def _check_fits_node(
-    conn: Connection, spec: WorkloadSpec, accelerator_class: str, nodes: NodeSource
+    conn: Connection, spec: PodRequest, accelerator_class: str, nodes: NodeSource
 ) -> None:
     """`ExceedsNodeCapacity` when nodes of the class exist and none can hold one pod
     (docs/API.md: no node of the class, or nodes not listed yet, is no refusal)."""
@@ -154,7 +157,7 @@ async def create(
     is still being cleaned up). Of concurrent creates of one name the unique constraint lets
     exactly one through; the others find the winner's row.
     """
-    pool_id = await _pool_that_fits(conn, project, spec, nodes)
+    pool_id = await pool_that_fits(conn, project, spec, nodes)
     workload_id = uuid.uuid4()
     row = await conn.fetchrow(
         QUERIES["insert_workload"],
@@ -335,7 +338,7 @@ async def replace(
     current = await _lock(conn, project, spec.name, if_match)
     if current["deletion_requested_at"] is not None:
         raise BeingDeleted(f"Workload {spec.name!r} is being deleted and cannot be changed.")
-    pool_id = await _pool_that_fits(conn, project, spec, nodes)
+    pool_id = await pool_that_fits(conn, project, spec, nodes)
     generation = current["generation"] + 1
     row = await conn.fetchrow(
         QUERIES["replace_workload"],

@@ -16,7 +16,7 @@ import pytest
 
 from app.domain.events import EventReason, EventType
 from app.domain.kinds import KINDS, SUBJECT_KINDS
-from app.domain.states import ResourceState, WorkloadState
+from app.domain.states import ResourceState, ServiceState, WorkloadState
 
 
 @pytest.fixture
@@ -39,6 +39,7 @@ async def allowed(conn: asyncpg.Connection, constraint: str) -> set[str]:
         pytest.param("projects_state_known", {s.value for s in ResourceState}, id="project"),
         pytest.param("compute_pools_state_known", {s.value for s in ResourceState}, id="pool"),
         pytest.param("workloads_state_known", {s.value for s in WorkloadState}, id="workload"),
+        pytest.param("services_state_known", {s.value for s in ServiceState}, id="service"),
         pytest.param("leases_kind_check", set(KINDS), id="lease kinds"),
         pytest.param("tombstones_kind_known", set(KINDS), id="tombstone kinds"),
         pytest.param("events_kind_known", set(SUBJECT_KINDS), id="event kinds"),

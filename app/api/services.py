@@ -1,0 +1,269 @@
+"""`/api/v1/projects/{project}/services`: inference services, long-running replicas behind a
+ClusterIP Service, each replica admitted by Kueue against the compute pool's quota. Editors
+(and above) write; every member of the project reads. Reads come from PostgreSQL, never from
+the cluster."""
+
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, patch, post, put
+from litestar.params import JSONBody, Parameter, QueryParameter
+
+from app.api.auth import requires
+from app.api.creating import CreateLease
+from app.api.deps import CallerDep, DbDep
+from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.events import trail
+from app.api.idempotency import Created, IdempotencyKey
+from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
+from app.api.pools import raise_violations
+from app.api.preconditions import IfMatch, expected_generation, versioned
+from app.api.workloads import NameContainsFilter, PoolFilter, cluster_nodes
+from app.domain.errors import FieldError, ValidationFailed
+from app.domain.service_resources import ServiceList, ServiceResource
+from app.domain.service_specs import ServiceScale, ServiceSpec
+from app.domain.states import Role, ServiceState
+from app.domain.validation import check_service
+from app.domain.workload_resources import EventList
+from app.store import services, workloads
+from app.store.db import Connection
+
+PATH = "/projects/{project:str}/services"
+ONE = PATH + "/{name:str}"
+NamePath = Parameter(description="Service name", examples=[])
+StateFilter = Annotated[
+    str | None,
+    QueryParameter(
+        name="state",
+        description="Only services in this state",
+        schema_extra={"enum": [state.value for state in ServiceState]},
+    ),
+]
+
+
+def service_location(project: str, name: str) -> str:
+    return f"/api/v1/projects/{project}/services/{name}"
+
+
+def _state(value: str | None) -> str | None:
+    """The `state` filter (422 naming `state` when it is not a service state)."""
+    if value is None or value in ServiceState.__members__:
+        return value
+    allowed = ", ".join(ServiceState)
+    raise ValidationFailed([FieldError("state", f"must be one of {allowed}")], location="query")
+
+
+@post(
+    PATH,
+    opt=requires(Role.EDITOR),
+    status_code=202,
+    summary="Create a service",
+    description="Editor. Answers 202 with the service (defaults filled, state PENDING) and its "
+    "`Location`; the reconciler applies its Deployment, Service, PodDisruptionBudget, "
+    "NetworkPolicy (and HorizontalPodAutoscaler with `autoscaling`). `compute_pool` must exist "
+    "and not be being deleted (else 422 naming it); one replica must fit the pool's quota "
+    "(else 422 exceeds-pool-capacity) and some node of the pool's accelerator class once "
+    "nodes of it exist (else 422 exceeds-node-capacity). More replicas than the quota holds "
+    "is no error: the extra ones wait for quota, and the status says so. Honours "
+    "`Idempotency-Key`.",
+    responses={202: success(ServiceResource, "Accepted"), **problems(*CREATE)},
+    tags=["services"],
+)
+async def create_service(
+    request: Request[Any, Any, Any],
+    data: JSONBody[ServiceSpec],
+    caller: CallerDep,
+    db: DbDep,
+    idempotency_key_header: IdempotencyKey = None,
+) -> Response[Any]:
+    raise_violations(check_service(data))
+    project = caller.require_project()
+    lease = CreateLease(request, dry_run=False)
+    nodes = cluster_nodes(request)
+
+    async def create(conn: Connection) -> Created:
+        service = await services.create(
+            conn, project, data, actor=caller.actor, doorbell=False, nodes=nodes
+        )
+        await lease.take(conn, "service", service.uid, project.id)
+        return Created(
+            service, service_location(project.name, service.name), "service", service.uid
+        )
+
+    return await lease.respond(request, db, caller, create)
+
+
+@get(
+    PATH,
+    summary="List services",
+    description="Newest first; filter by `state`, `compute_pool` and `name_contains`; page "
+    "with `cursor`.",
+    responses={200: success(ServiceList, "A page of services"), **problems(*READ)},
+    tags=["services"],
+)
+async def list_services(
+    caller: CallerDep,
+    db: DbDep,
+    paging: PagingDep,
+    state_filter: StateFilter = None,
+    compute_pool: PoolFilter = None,
+    name_contains: NameContainsFilter = None,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: CursorParam = None,
+) -> ServiceList:
+    project = caller.require_project()
+    state = _state(state_filter)
+    page = paging.list("services", project.id, state, compute_pool, name_contains)
+    async with db.connection() as conn:
+        view = await workloads.workload_filter(
+            conn, project.id, state=state, compute_pool=compute_pool, name_contains=name_contains
+        )
+        items, position = await services.page(
+            conn, project, view, after=page.after(cursor), limit=limit
+        )
+    return ServiceList(items=items, next_cursor=page.next(position))
+
+
+@get(
+    ONE,
+    summary="Get a service",
+    description="The spec as submitted and the observed status: state, a reason sentence, the "
+    "endpoint, replica counts and every replica with its node, readiness and restarts. "
+    "`ETag` is its generation.",
+    responses=problems(*READ),
+    tags=["services"],
+)
+async def get_service(
+    caller: CallerDep, db: DbDep, name: str = NamePath
+) -> Response[ServiceResource]:
+    async with db.connection() as conn:
+        found = await services.get(conn, caller.require_project(), name)
+    return versioned(found, 200)
+
+
+@put(
+    ONE,
+    opt=requires(Role.EDITOR),
+    status_code=202,
+    summary="Replace a service's spec",
+    description="Editor. The full spec becomes a new generation (202): the reconciler rolls "
+    "the replicas over to it (one at a time; the status says how far). The body's `name` must "
+    'be the path\'s. `If-Match: "<generation>"` makes it conditional (412 on mismatch); 409 '
+    "being-deleted once deletion was requested.",
+    responses={**problems(*WRITE), **problems(412)},
+    tags=["services"],
+)
+async def replace_service(
+    request: Request[Any, Any, Any],
+    data: JSONBody[ServiceSpec],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    if_match_header: IfMatch = None,
+) -> Response[ServiceResource]:
+    violations = check_service(data)
+    if data.name != name:
+        violations.insert(0, ("name", f"must be the name in the path ({name!r})"))
+    raise_violations(violations)
+    if_match = expected_generation(request)
+    async with db.transaction() as conn:
+        replaced = await services.replace(
+            conn,
+            caller.require_project(),
+            data,
+            if_match=if_match,
+            actor=caller.actor,
+            nodes=cluster_nodes(request),
+        )
+    return versioned(replaced, 202)
+
+
+@patch(
+    ONE,
+    opt=requires(Role.EDITOR),
+    status_code=202,
+    summary="Scale a service",
+    description="Editor. A new replica count (0 scales to zero) is a new generation (202) with "
+    "a `Scaled` event; the same count again changes nothing. With `autoscaling` the "
+    "autoscaler owns the count and this only changes the stored spec. Honours `If-Match`.",
+    responses={**problems(*WRITE), **problems(412)},
+    tags=["services"],
+)
+async def scale_service(
+    request: Request[Any, Any, Any],
+    data: JSONBody[ServiceScale],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    if_match_header: IfMatch = None,
+) -> Response[ServiceResource]:
+    if_match = expected_generation(request)
+    async with db.transaction() as conn:
+        scaled = await services.scale(
+            conn,
+            caller.require_project(),
+            name,
+            data.replicas,
+            if_match=if_match,
+            actor=caller.actor,
+        )
+    return versioned(scaled, 202)
+
+
+@delete(
+    ONE,
+    opt=requires(Role.EDITOR),
+    status_code=202,
+    summary="Delete a service",
+    description="Editor. 202 with the service in state DELETING; it stays readable until the "
+    "reconciler has removed its objects and recorded a tombstone, then GET answers 404. "
+    "Honours `If-Match`.",
+    responses=problems(*DELETE),
+    tags=["services"],
+)
+async def delete_service(
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    if_match_header: IfMatch = None,
+) -> Response[ServiceResource]:
+    if_match = expected_generation(request)
+    async with db.transaction() as conn:
+        deleting = await services.request_deletion(
+            conn, caller.require_project(), name, if_match=if_match, actor=caller.actor
+        )
+    return versioned(deleting, 202)
+
+
+@get(
+    ONE + "/events",
+    summary="List a service's events",
+    description="Accepted, SpecUpdated (replaced or Scaled), DeletionRequested and what the "
+    "controller observed (Progressing, Ready, Degraded, DriftCorrected, Finalized), each with "
+    "its actor. Newest first; page with `cursor`.",
+    responses=problems(*READ),
+    tags=["services"],
+    operation_id="listServiceEvents",
+)
+async def service_events(
+    caller: CallerDep,
+    db: DbDep,
+    paging: PagingDep,
+    name: str = NamePath,
+    limit: Limit = DEFAULT_LIMIT,
+    cursor: CursorParam = None,
+) -> EventList:
+    async with db.connection() as conn:
+        service_id = await services.get_id(conn, caller.require_project(), name)
+        return await trail(conn, paging, "service", service_id, cursor, limit)
+
+
+ROUTES = [
+    create_service,
+    list_services,
+    get_service,
+    replace_service,
+    scale_service,
+    delete_service,
+    service_events,
+]
