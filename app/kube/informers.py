@@ -1,5 +1,5 @@
 """The informers aicp runs (docs/DESIGN.md §2, §6): Jobs, Workloads, Pods, Nodes, ClusterQueues,
-Namespaces.
+Namespaces, Services and Deployments.
 
 | kind         | what is watched                                                     |
 |--------------|---------------------------------------------------------------------|
@@ -14,11 +14,15 @@ Namespaces.
 | Namespace    | `app.kubernetes.io/managed-by=aicp` (a project's namespace deleted   |
 |              | by hand is re-created: drift)                                        |
 | Service      | `app.kubernetes.io/managed-by=aicp` (a multi-node workload's headless |
-|              | Service deleted by hand is re-created: drift)                        |
+|              | Service, an inference service's ClusterIP one: deleted by hand, it is |
+|              | re-created: drift)                                                   |
+| Deployment   | `app.kubernetes.io/managed-by=aicp` (an inference service's replicas: |
+|              | their rollout and counts; deleted or scaled by hand: drift)          |
 
 Every cache is also indexed by the `aicp.dev/uid` label; Workloads additionally by Kueue's
 `kueue.x-k8s.io/job-uid` (the Job's uid), Pods by `batch.kubernetes.io/controller-uid` (the
-Job's uid: unique, unlike a name) and `batch.kubernetes.io/job-name`, and the suspended Jobs
+Job's uid: unique, unlike a name), `batch.kubernetes.io/job-name` and `aicp.dev/service` (a
+service's replicas), and the suspended Jobs
 by namespace and LocalQueue (`queued_jobs`: a pool's waiting Jobs without walking every Job it
 ever ran).
 """
@@ -37,10 +41,12 @@ from app.domain.labels import (
     MANAGED_BY_SELECTOR,
     NAME_PREFIX,
     QUEUE_NAME_LABEL,
+    SERVICE_LABEL,
 )
 from app.domain.node_fit import NodeCapacity, node_capacity_of
 from app.kube.resources import (
     CLUSTER_QUEUES,
+    DEPLOYMENTS,
     JOBS,
     NAMESPACES,
     NODES,
@@ -125,10 +131,12 @@ class Informers:
         self.cluster_queues = informer(CLUSTER_QUEUES, MANAGED_BY_SELECTOR)
         self.namespaces = informer(NAMESPACES, MANAGED_BY_SELECTOR)
         self.services = informer(SERVICES, MANAGED_BY_SELECTOR)
+        self.deployments = informer(DEPLOYMENTS, MANAGED_BY_SELECTOR)
         self.jobs.index_by(_QUEUED, queued_in)
         self.workloads.index_by_label(KUEUE_JOB_UID_LABEL)
         self.pods.index_by_label(JOB_NAME_LABEL)
         self.pods.index_by_label(JOB_CONTROLLER_UID_LABEL)
+        self.pods.index_by_label(SERVICE_LABEL)
         # Each node's labels and allocatable resources, by name, parsed once per version.
         self._capacities: dict[str, tuple[str, NodeCapacity]] = {}
 
@@ -147,6 +155,7 @@ class Informers:
             self.cluster_queues,
             self.namespaces,
             self.services,
+            self.deployments,
         )
 
     def node_capacities(self) -> list[NodeCapacity] | None:

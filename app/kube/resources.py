@@ -95,6 +95,16 @@ NODES = Resource("", "v1", "nodes", "Node", False, "core", "node")
 PODS = Resource("", "v1", "pods", "Pod", True, "core", "pod")
 JOBS = Resource("batch", "v1", "jobs", "Job", True, "batch", "job")
 SERVICES = Resource("", "v1", "services", "Service", True, "core", "service")
+# The objects of an inference service beyond its Service: called through the generic
+# (custom-object) API, whose paths serve built-in groups as well.
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+POD_DISRUPTION_BUDGETS = Resource(
+    "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True
+)
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True)
+HORIZONTAL_POD_AUTOSCALERS = Resource(
+    "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True
+)
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 WORKLOADS = Resource(KUEUE_GROUP, KUEUE_VERSION, "workloads", "Workload", True)
 CLUSTER_QUEUES = Resource(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", "ClusterQueue", False)
@@ -112,6 +122,10 @@ KNOWN: dict[tuple[str, str], Resource] = {
         PODS,
         JOBS,
         SERVICES,
+        DEPLOYMENTS,
+        POD_DISRUPTION_BUDGETS,
+        NETWORK_POLICIES,
+        HORIZONTAL_POD_AUTOSCALERS,
         WORKLOADS,
         CLUSTER_QUEUES,
         LOCAL_QUEUES,

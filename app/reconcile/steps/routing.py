@@ -38,6 +38,7 @@ from app.domain.labels import (
     EVIDENCE_FINALIZER,
     POOL_LABEL,
     PROJECT_LABEL,
+    SERVICE_LABEL,
     UID_LABEL,
 )
 from app.domain.naming import cluster_queue_name, namespace_for
@@ -117,6 +118,9 @@ class EventRouter:
         kind = obj.get("kind")
         if kind == "Job":
             self._job(event_type, obj)
+        elif label_of(obj, SERVICE_LABEL) is not None:
+            # An inference service's Deployment, Service or pod: its own kind of resource.
+            self._service(obj)
         elif kind in ("Pod", "Service"):
             self._workload(_uuid(label_of(obj, UID_LABEL)))
         elif kind == "Workload":
@@ -182,11 +186,22 @@ class EventRouter:
     def _kueue_workload(self, obj: Manifest) -> None:
         namespace = namespace_of(obj)
         for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if owner.get("kind") == "Pod":
+                # Kueue's Workload of one replica of a service (its plain-pod integration).
+                pod = self._informers.pods.get(namespace, str(owner.get("name") or ""))
+                if pod is not None and label_of(pod, SERVICE_LABEL) is not None:
+                    self._service(pod)
+                continue
             if owner.get("kind") != "Job":
                 continue
             job = self._informers.jobs.get(namespace, str(owner.get("name") or ""))
             if job is not None:
                 self._workload(self.workload_of_job(job))
+
+    def _service(self, obj: Manifest) -> None:
+        service_id = _uuid(label_of(obj, UID_LABEL))
+        if service_id is not None:
+            self._engine.enqueue_local("service", service_id)
 
     def _workload(self, workload_id: uuid.UUID | None) -> None:
         if workload_id is not None:
