@@ -4,70 +4,65 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from click.shell_completion import CompletionItem
 
 from aicp_cli import progress
-from aicp_cli.client import Client
-from aicp_cli.describing import lineage, pairs, section, timeline
+from aicp_cli.arguments import (
+    STATE,
+    STATE_LIST,
+    complete_kinds,
+    complete_names,
+    complete_workloads,
+    states_of,
+)
 from aicp_cli.errors import ApiError, CliError
-from aicp_cli.kinds import NAMES, WORKLOAD_COLUMNS, WORKLOAD_WIDE, Kind, by_name, kind_named
+from aicp_cli.kinds import WORKLOAD_COLUMNS, WORKLOAD_STATES, WORKLOAD_WIDE, by_name, kind_named
 from aicp_cli.output import (
     FORMATS,
     cell,
     dump,
     dump_event,
-    eta_span,
     line_width,
     printable,
     row_line,
     table,
 )
-from aicp_cli.session import client_for, context_of, project_of
+from aicp_cli.service_views import describe_service
+from aicp_cli.session import client_for, project_of
+from aicp_cli.workload_views import describe_project, describe_workload
 
-STATES = ("PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED", "FAILED", "DELETING")
+if TYPE_CHECKING:
+    from aicp_cli.client import Client
+    from aicp_cli.kinds import Kind
+
+STATES = WORKLOAD_STATES
 FINISHED = ("SUCCEEDED", "FAILED")
-#: A workload state as an option's value: any casing typed, upper case as the server has it.
-STATE = click.Choice(STATES, case_sensitive=False)
-STATE_LIST = ", ".join(STATES)
-
-
-def complete_workloads(ctx: click.Context, _param: Any, incomplete: str) -> list[CompletionItem]:
-    """Workload names for the shell (quietly nothing when the server cannot be asked)."""
-    try:
-        client = Client(context_of(ctx), timeout=2.0)
-        try:
-            found = client.items(by_name("workload").path(project_of(client)))
-        finally:
-            client.close()
-    except Exception:
-        return []
-    return [CompletionItem(w["name"]) for w in found if w["name"].startswith(incomplete)]
-
-
-def complete_kinds(_ctx: click.Context, _param: Any, incomplete: str) -> list[CompletionItem]:
-    return [CompletionItem(name) for name in NAMES if name.startswith(incomplete)]
 
 
 @click.command(short_help="List resources, or show one.")
 @click.argument("resource", shell_complete=complete_kinds)
-@click.argument("name", required=False, shell_complete=complete_workloads)
+@click.argument("name", required=False, shell_complete=complete_names)
 @click.option(
     "-o", "--output", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
 )
 @click.option(
-    "--state", type=STATE, metavar="STATE", help=f"Workloads in this state: {STATE_LIST}."
+    "--state",
+    type=STATE,
+    metavar="STATE",
+    help=f"Workloads or services in this state ({STATE_LIST}).",
 )
-@click.option("--pool", help="Workloads of this compute pool.")
+@click.option("--pool", help="Workloads or services of this compute pool.")
 @click.option(
     "--name-contains",
     "name_contains",
     metavar="TEXT",
-    help="Workloads whose name contains TEXT (any case; % and _ are plain characters).",
+    help="Workloads or services whose name contains TEXT (any case; % and _ are plain characters).",
 )
-@click.option("-w", "--watch", is_flag=True, help="Then print every change as it happens.")
+@click.option(
+    "-w", "--watch", is_flag=True, help="Then print every change as it happens (workloads)."
+)
 @click.pass_context
 def get(
     ctx: click.Context,
@@ -79,13 +74,17 @@ def get(
     name_contains: str | None,
     watch: bool,
 ) -> None:
-    """Show workloads, pools, projects, tokens or bindings (one by NAME, or all).
+    """Show workloads, services, pools, projects, tokens or bindings (one by NAME, or all).
 
     With -w (workloads), follow the live stream: a row for each change, as it happens.
     """
     kind = kind_named(resource)
-    if (state or pool or name_contains or watch) and kind.name != "workload":
-        raise CliError("--state, --pool, --name-contains and -w apply to workloads only")
+    if (state or pool or name_contains) and not kind.states:
+        raise CliError("--state, --pool and --name-contains apply to workloads and services only")
+    if watch and kind.name != "workload":
+        raise CliError("-w applies to workloads only")
+    if state:
+        (state,) = states_of(kind, (state,))
     with client_for(ctx) as client:
         project = project_of(client) if kind.scoped else None
         if watch:
@@ -98,11 +97,7 @@ def get(
             else:
                 table([found], kind.wide if fmt == "wide" else kind.columns, whole=fmt == "wide")
             return
-        params = {
-            "state": state.upper() if state else None,
-            "compute_pool": pool,
-            "name_contains": name_contains,
-        }
+        params = {"state": state, "compute_pool": pool, "name_contains": name_contains}
         items = client.items(kind.path(project), **params)
         if fmt in ("json", "yaml"):
             dump({"items": items}, fmt)
@@ -153,174 +148,29 @@ def _watch(
         sys.stdout.flush()
 
 
-@click.command(short_help="Show everything about one workload.")
+@click.command(short_help="Show everything about one workload or service.")
 @click.argument("resource", shell_complete=complete_kinds)
-@click.argument("name", shell_complete=complete_workloads)
+@click.argument("name", shell_complete=complete_names)
 @click.pass_context
 def describe(ctx: click.Context, resource: str, name: str) -> None:
     """Everything about one workload: spec, status and its reason, admission, nodes,
-    accelerator evidence and the event timeline; or a project with its limits."""
+    accelerator evidence and the event timeline; about one service: spec, status, endpoint,
+    each replica and the event timeline; or a project with its limits."""
     kind = kind_named(resource)
     if kind.name == "project":
         with client_for(ctx) as client:
-            _describe_project(client.get(kind.path(None, name)))
+            describe_project(client.get(kind.path(None, name)))
         return
-    if kind.name != "workload":
+    if kind.name not in ("workload", "service"):
         raise CliError(
-            "describe shows workloads and projects; use 'aicp get RESOURCE NAME -o yaml' for "
-            "the rest"
+            "describe shows workloads, services and projects; use 'aicp get RESOURCE NAME "
+            "-o yaml' for the rest"
         )
     with client_for(ctx) as client:
         project = project_of(client)
         found = client.get(kind.path(project, name))
         events = client.items(kind.path(project, name) + "/events")
-    _describe(found, events)
-
-
-def _accelerators_line(spec: dict[str, Any]) -> tuple[str, str]:
-    nodes = spec.get("nodes") or 1
-    if nodes > 1:
-        return ("Accelerators", f"{spec.get('accelerators')} per node x {nodes} nodes (ranks)")
-    return (
-        "Accelerators",
-        f"{spec.get('accelerators')} per replica x {spec.get('replicas')} replica(s)",
-    )
-
-
-def _start_deadline(seconds: Any) -> str:
-    if seconds is None:
-        return "none (submitted before start deadlines existed)"
-    return f"{seconds} s after admission"
-
-
-def _queue_lines(queue: dict[str, Any] | None) -> list[tuple[str, Any]]:
-    """A queued workload's standing: position, who is ahead, the estimate and its basis."""
-    if not queue:
-        return []
-    ahead = queue.get("ahead") or []
-    count = queue.get("ahead_count", len(ahead))
-    listed = ", ".join(ahead) + (f" and {count - len(ahead)} more" if count > len(ahead) else "")
-    eta = queue.get("eta")
-    return [
-        (
-            "Queue position",
-            f"{queue.get('position')} ({count} ahead{': ' + listed if ahead else ''})",
-        ),
-        (
-            "Estimated start",
-            f"in {eta_span(eta)}: likely {eta.get('likely')} (between {eta.get('earliest')} "
-            f"and {eta.get('latest')}; an estimate, not a reservation)"
-            if eta
-            else "no estimate",
-        ),
-        ("Estimate basis", queue.get("eta_basis")),
-    ]
-
-
-def _describe(w: dict[str, Any], events: list[dict[str, Any]]) -> None:
-    spec, status = w.get("spec") or {}, w.get("status") or {}
-    lines: list[tuple[str, Any]] = [
-        ("Name", w["name"]),
-        ("Project", w.get("project")),
-        ("Compute pool", w.get("compute_pool")),
-        *lineage(w),
-    ]
-    section("", lines)
-    command = " ".join([*(spec.get("command") or []), *(spec.get("args") or [])])
-    section(
-        "Spec",
-        [
-            ("Image", spec.get("image")),
-            ("Command", command or "(the image's default)"),
-            _accelerators_line(spec),
-            ("CPU / memory", f"{spec.get('cpu')} / {spec.get('memory')} per replica"),
-            ("Max runtime", f"{spec.get('max_runtime_seconds')} s"),
-            ("Start deadline", _start_deadline(spec.get("start_deadline_seconds"))),
-            ("Retries", spec.get("retries")),
-            ("Priority", spec.get("priority")),
-            ("Env", pairs(spec.get("env"))),
-            ("Labels", pairs(spec.get("labels"))),
-        ],
-    )
-    admission = status.get("admission") or {}
-    accelerator = status.get("accelerator") or {}
-    job = status.get("job") or {}
-    section(
-        "Status",
-        [
-            ("State", status.get("state")),
-            ("Reason", status.get("reason")),
-            ("Job", job.get("name") or "-"),
-            (
-                "Admission",
-                f"cluster queue {admission.get('cluster_queue')}, "
-                f"flavor {admission.get('flavor')}, at {admission.get('admitted_at')}"
-                if admission
-                else "-",
-            ),
-            ("Nodes", ", ".join(status.get("nodes") or []) or "-"),
-            (
-                "Accelerator",
-                f"{accelerator.get('product')} x {accelerator.get('count')}"
-                + (
-                    f" ({accelerator.get('memory_mib')} MiB each)"
-                    if accelerator.get("memory_mib")
-                    else ""
-                )
-                if accelerator
-                else "-",
-            ),
-            ("Attempts", status.get("attempts")),
-            ("Started", status.get("started_at") or "-"),
-            ("Finished", status.get("finished_at") or "-"),
-            ("Exit code", "-" if status.get("exit_code") is None else status.get("exit_code")),
-            *_queue_lines(status.get("queue")),
-        ],
-    )
-    ranks = status.get("ranks") or []
-    if ranks:
-        click.echo("Ranks:")
-        for rank in ranks:
-            code = rank.get("exit_code")
-            ended = "" if code is None else f", exit code {code}"
-            oom = " (OOMKilled)" if rank.get("oom_killed") else ""
-            product = f" ({rank['accelerator_product']})" if rank.get("accelerator_product") else ""
-            click.echo(
-                f"  {rank.get('rank')}: {rank.get('phase') or '-'} on "
-                f"{rank.get('node') or '-'}{product}, pod {rank.get('pod') or '-'}{ended}{oom}"
-            )
-    timeline(events)
-
-
-def _describe_project(p: dict[str, Any]) -> None:
-    status = p.get("status") or {}
-    limits = p.get("limits") or {}
-    section(
-        "",
-        [
-            ("Name", p["name"]),
-            ("Display name", p.get("display_name")),
-            ("Namespace", p.get("namespace")),
-            *lineage(p),
-            ("State", status.get("state")),
-            ("Reason", status.get("reason")),
-        ],
-    )
-    accelerators = limits.get("accelerators")
-    section(
-        "Limits (what its compute pools may hold together)",
-        [
-            (
-                "Accelerators",
-                "no ceiling"
-                if accelerators is None
-                else ", ".join(f"{k}={v}" for k, v in sorted(accelerators.items()))
-                or "none of any class",
-            ),
-            ("CPU", limits.get("cpu") or "no ceiling"),
-            ("Memory", limits.get("memory") or "no ceiling"),
-        ],
-    )
+    (describe_service if kind.name == "service" else describe_workload)(found, events)
 
 
 @click.command(short_help="Print a workload's logs, or follow them.")

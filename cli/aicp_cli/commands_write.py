@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from aicp_cli import manifests, progress
-from aicp_cli.commands_read import STATE, STATE_LIST, complete_kinds, complete_workloads
+from aicp_cli.arguments import STATE, STATE_LIST, complete_kinds, complete_names, states_of
 from aicp_cli.errors import ApiError, CliError, Unreachable
 from aicp_cli.kinds import Kind, by_name, kind_named
 from aicp_cli.output import admission_lines, printable
@@ -38,9 +38,10 @@ if TYPE_CHECKING:
 )
 @click.pass_context
 def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
-    """Create or replace resources from files: workloads (the default kind), compute pools
-    (kind: ComputePool), projects and accelerator bindings. A workload whose spec differs is
-    replaced by a new generation; an identical one is left alone."""
+    """Create or replace resources from files: workloads (the default kind), inference
+    services (kind: Service), compute pools (kind: ComputePool), projects and accelerator
+    bindings. A workload or service whose spec differs is replaced by a new generation; an
+    identical one is left alone."""
     documents = manifests.read_documents(list(files))
     failed = 0
     with client_for(ctx) as client:
@@ -60,7 +61,8 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
                 click.echo(f"error: {doc.source}: {label}: {printable(exc.message)}", err=True)
                 failed += 1
                 continue
-            click.echo(f"{label} {step.action}" + (" (dry run)" if dry_run else ""))
+            said = " (dry run)" if step.checked else " (dry run, not checked by the server)"
+            click.echo(f"{label} {step.action}" + (said if dry_run else ""))
             if dry_run and step.diff:
                 click.echo(step.diff.rstrip("\n"))
             for line in admission_lines(step.admission) if dry_run else []:
@@ -390,7 +392,7 @@ def _until_ready(client: Client, path: str, label: str, timeout: float = 120.0) 
 
 @click.command(short_help="Delete resources by name, --all or --state.")
 @click.argument("resource", shell_complete=complete_kinds)
-@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_workloads)
+@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_names)
 @click.option("--all", "everything", is_flag=True, help="Every one of this kind (in the project).")
 @click.option(
     "--state",
@@ -398,7 +400,7 @@ def _until_ready(client: Client, path: str, label: str, timeout: float = 120.0) 
     multiple=True,
     type=STATE,
     metavar="STATE",
-    help=f"Every workload in this state: {STATE_LIST} (repeat for several).",
+    help=f"Every workload or service in this state ({STATE_LIST}); repeat for several.",
 )
 @click.option(
     "-y", "--yes", is_flag=True, help="Do not ask before deleting what --all or --state select."
@@ -414,16 +416,18 @@ def delete(
     yes: bool,
     wait_gone: bool,
 ) -> int:
-    """Delete workloads, pools, projects or bindings, or revoke tokens (by name or id).
+    """Delete workloads, services, pools, projects or bindings, or revoke tokens (by name
+    or id).
 
-    Several names at once, or --all, or (workloads) --state FAILED; what --all and --state
-    select is listed and confirmed first (--yes skips the question; without a terminal it is
-    required). Workloads, pools and projects are deleted in the background: 'deleting' is
-    printed at once, --wait waits until they are gone.
+    Several names at once, or --all, or (workloads, services) --state FAILED; what --all and
+    --state select is listed and confirmed first (--yes skips the question; without a
+    terminal it is required). Workloads, services, pools and projects are deleted in the
+    background: 'deleting' is printed at once, --wait waits until they are gone.
     """
     kind = kind_named(resource)
-    if states and kind.name != "workload":
-        raise click.UsageError("--state selects workloads only", ctx)
+    if states and not kind.states:
+        raise click.UsageError("--state selects workloads and services only", ctx)
+    states = states_of(kind, states)
     if bool(names) + everything + bool(states) != 1:
         raise click.UsageError("name what to delete: NAME..., --all or --state STATE", ctx)
     with client_for(ctx) as client:

@@ -54,6 +54,49 @@ WORKLOAD_WIDE: list[Column] = [
 ]
 
 
+def _replicas(obj: dict[str, Any]) -> dict[str, Any]:
+    replicas: dict[str, Any] = _status(obj, "replicas") or {}
+    return replicas
+
+
+def desired(obj: dict[str, Any]) -> int:
+    """How many replicas a service asks for: the controller's count once it has reported one
+    (the autoscaler's when it scales), the spec's until then (its autoscaling minimum)."""
+    if _status(obj, "observed_generation"):
+        return int(_replicas(obj).get("desired") or 0)
+    spec = obj.get("spec") or {}
+    autoscaling = spec.get("autoscaling")
+    if autoscaling:
+        return int(autoscaling.get("min_replicas", 1))
+    return int(spec.get("replicas", 1))
+
+
+def _service_gpus(obj: dict[str, Any]) -> str:
+    """`8x2`: accelerators per replica times the replicas asked for (`8` for one)."""
+    per, count = (obj.get("spec") or {}).get("accelerators", 0), desired(obj)
+    return f"{per}x{count}" if count != 1 else str(per)
+
+
+SERVICE_COLUMNS: list[Column] = [
+    ("NAME", lambda o: o["name"]),
+    ("STATE", lambda o: _status(o, "state")),
+    ("POOL", lambda o: o.get("compute_pool")),
+    ("READY", lambda o: f"{_replicas(o).get('ready', 0)}/{desired(o)}"),
+    ("GPUS", _service_gpus),
+    ("ENDPOINT", lambda o: _status(o, "endpoint")),
+    ("AGE", lambda o: age(o.get("created_at"))),
+    ("REASON", lambda o: _status(o, "reason")),
+]
+SERVICE_WIDE: list[Column] = [
+    *SERVICE_COLUMNS[:-1],
+    ("GEN", lambda o: f"{o.get('generation')}/{_status(o, 'observed_generation')}"),
+    ("NODES", lambda o: _status(o, "nodes")),
+    ("UPDATED", lambda o: _replicas(o).get("updated", 0)),
+    ("WAITING", lambda o: _replicas(o).get("waiting_for_quota", 0)),
+    SERVICE_COLUMNS[-1],
+]
+
+
 def _usage(obj: dict[str, Any], key: str) -> Any:
     return ((obj.get("status") or {}).get("usage") or {}).get(key)
 
@@ -117,6 +160,10 @@ BINDING_COLUMNS: list[Column] = [
 ]
 
 
+WORKLOAD_STATES = ("PENDING", "QUEUED", "ADMITTED", "RUNNING", "SUCCEEDED", "FAILED", "DELETING")
+SERVICE_STATES = ("PENDING", "PROGRESSING", "READY", "DEGRADED", "DELETING")
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str  # singular, as printed: "workload"
@@ -127,6 +174,9 @@ class Kind:
     key: str  # the field naming one
     columns: list[Column]
     wide: list[Column]
+    #: What `--state` takes; none for a kind whose list has no `state`, `compute_pool` and
+    #: `name_contains` filters.
+    states: tuple[str, ...] = ()
 
     def path(self, project: str | None, name: str | None = None) -> str:
         """The API path of the list (or of one by `name`), every segment percent-encoded."""
@@ -147,6 +197,18 @@ KINDS = [
         "name",
         WORKLOAD_COLUMNS,
         WORKLOAD_WIDE,
+        WORKLOAD_STATES,
+    ),
+    Kind(
+        "service",
+        "services",
+        ("svc", "service", "services"),
+        True,
+        "services",
+        "name",
+        SERVICE_COLUMNS,
+        SERVICE_WIDE,
+        SERVICE_STATES,
     ),
     Kind(
         "pool",

@@ -1,11 +1,11 @@
 """`aicp apply -f`: documents from YAML or JSON files, and what applying each would change.
 
 A document is a request body of the REST API with an optional `kind` (Workload when absent;
-also ComputePool, Project, AcceleratorBinding). Several documents per file (`---`), several
-files, or `-` for standard input. Applying is create-or-replace by name:
+also Service, ComputePool, Project, AcceleratorBinding). Several documents per file (`---`),
+several files, or `-` for standard input. Applying is create-or-replace by name:
 
-- Workload: created (POST) when absent; replaced (PUT, a new generation) when its spec differs
-  from the stored one, the defaults filled in; unchanged otherwise.
+- Workload and Service: created (POST) when absent; replaced (PUT, a new generation) when its
+  spec differs from the stored one, the defaults filled in; unchanged otherwise.
 - ComputePool: created when absent; its quota changed (PATCH) when it differs.
 - Project: created when absent; its `limits` changed (PATCH) when the document names them and
   they differ (the other fields have no update).
@@ -14,16 +14,20 @@ files, or `-` for standard input. Applying is create-or-replace by name:
 What `aicp get ... -o yaml` (or `-o json`) prints applies back unchanged: a document without
 `kind` that is a resource as the server answers it (it has `created_at`) is of the kind its
 fields say, a list (`items:`) is each of its items, and the fields the server keeps (ids,
-times, generation, status; a workload's fields outside `spec`) are dropped. A document's
+times, generation, status; a workload's or a service's fields outside `spec`) are dropped; a
+resource with a `spec` is a service when its spec has a `port` or a `readiness_path`. A document's
 `project` (in `get`'s output) is the project it applies to.
 
 `--dry-run` sends each request with `?dry_run=true`: the server checks it as it would check
 the real one (so its errors are the real apply's) and answers what it would store; the diff
-is between what is stored and that answer.
+is between what is stored and that answer. The services API has no dry run yet: a Service's
+dry run sends nothing and its diff is between what is stored and the file, the defaults
+filled in (`Plan.checked` is false).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import sys
@@ -44,6 +48,7 @@ if TYPE_CHECKING:
 
 KIND_NAMES = {
     "workload": "Workload",
+    "service": "Service",
     "computepool": "ComputePool",
     "pool": "ComputePool",
     "project": "Project",
@@ -68,11 +73,33 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
     "priority": "normal",
     "labels": {},
 }
+#: The service spec's defaults (docs/API.md "Services"), and its autoscaling's.
+SERVICE_DEFAULTS: dict[str, Any] = {
+    "command": [],
+    "args": [],
+    "env": {},
+    "accelerators": 0,
+    "cpu": "1",
+    "memory": "1Gi",
+    "replicas": 1,
+    "port": 8000,
+    "readiness_path": "/healthz",
+    "autoscaling": None,
+    "priority": "normal",
+    "labels": {},
+}
+AUTOSCALING_DEFAULTS: dict[str, Any] = {"min_replicas": 1, "target_cpu_percent": 70}
+#: The fields only a service's spec has: a resource as `get` prints it with one of them in its
+#: spec is a service.
+SERVICE_ONLY = frozenset({"port", "readiness_path", "autoscaling"})
 
 
 #: The fields the server keeps, by kind: in `get`'s output, ignored on apply.
 READ_ONLY: dict[str, frozenset[str]] = {
     "Workload": frozenset(
+        {"project", "uid", "generation", "created_at", "updated_at", "created_by", "status"}
+    ),
+    "Service": frozenset(
         {"project", "uid", "generation", "created_at", "updated_at", "created_by", "status"}
     ),
     "ComputePool": frozenset(
@@ -162,7 +189,8 @@ def _kind_of_resource(source: str, doc: dict[str, Any]) -> str:
     if "created_at" not in doc:
         return "Workload"
     if "spec" in doc:
-        return "Workload"
+        spec = doc["spec"]
+        return "Service" if isinstance(spec, dict) and SERVICE_ONLY & set(spec) else "Workload"
     if "quota" in doc:
         return "ComputePool"
     if "resource_name" in doc:
@@ -180,14 +208,14 @@ def _document(source: str, doc: dict[str, Any]) -> Document:
     kind = KIND_NAMES.get(str(raw_kind).lower().replace("-", "").replace("_", ""))
     if kind is None:
         raise CliError(
-            f"{source}: unknown kind {raw_kind!r} (Workload, ComputePool, Project, "
+            f"{source}: unknown kind {raw_kind!r} (Workload, Service, ComputePool, Project, "
             "AcceleratorBinding)"
         )
     body.pop("apiVersion", None)
-    project = body.get("project") if kind in ("Workload", "ComputePool") else None
+    project = body.get("project") if kind in ("Workload", "Service", "ComputePool") else None
     body = {key: value for key, value in body.items() if key not in READ_ONLY[kind]}
-    if kind == "Workload" and isinstance(body.get("spec"), dict):
-        body = {**body.pop("spec"), **body}  # a workload as `get` prints it: its spec
+    if kind in ("Workload", "Service") and isinstance(body.get("spec"), dict):
+        body = {**body.pop("spec"), **body}  # a workload or service as `get` prints it: its spec
     return Document(source, kind, body, project if isinstance(project, str) else None)
 
 
@@ -203,6 +231,7 @@ class Plan:
     diff: str
     stored: Any = None  # the resource as the server answered it before; None when absent
     admission: Any = None  # a workload dry run's admission forecast
+    checked: bool = True  # a dry run's answer is the server's (not for kinds without one)
 
 
 def _plan_workload(doc: Document, one: str, current: Any) -> Plan:
@@ -212,6 +241,22 @@ def _plan_workload(doc: Document, one: str, current: Any) -> Plan:
         # The server filled in its own default: a file that names none asks for just that.
         stored = {k: v for k, v in stored.items() if k != SERVER_DEFAULTED}
         wanted.pop(SERVER_DEFAULTED, None)
+    if _same(stored, wanted):
+        return Plan(doc, "unchanged", None, one, None, "")
+    return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, doc.name), current)
+
+
+def service_wanted(body: dict[str, Any]) -> dict[str, Any]:
+    """A service document as the server stores its spec: the defaults filled in, its
+    autoscaling's too."""
+    wanted = {**SERVICE_DEFAULTS, **body}
+    if isinstance(wanted["autoscaling"], dict):
+        wanted["autoscaling"] = {**AUTOSCALING_DEFAULTS, **wanted["autoscaling"]}
+    return wanted
+
+
+def _plan_service(doc: Document, one: str, current: Any) -> Plan:
+    wanted, stored = service_wanted(doc.body), current.get("spec") or {}
     if _same(stored, wanted):
         return Plan(doc, "unchanged", None, one, None, "")
     return Plan(doc, "replaced", "PUT", one, doc.body, _diff(stored, wanted, doc.name), current)
@@ -232,6 +277,7 @@ def _plan_pool(doc: Document, one: str, current: Any) -> Plan:
 #: The kinds that live in a project: their resource name, and how one that exists is updated.
 _IN_A_PROJECT: dict[str, tuple[str, Callable[[Document, str, Any], Plan]]] = {
     "Workload": ("workload", _plan_workload),
+    "Service": ("service", _plan_service),
     "ComputePool": ("pool", _plan_pool),
 }
 
@@ -310,6 +356,13 @@ def dry_run(client: Client, step: Plan) -> Plan:
     absent) and what the server would store; "unchanged" when it would change nothing."""
     if step.method is None:
         return step
+    if step.document.kind == "Service":
+        # No dry run in the services API: it would ignore `?dry_run=true` and carry the
+        # request out. The diff is the file's, its defaults filled in.
+        wanted = service_wanted(step.document.body)
+        before = written("Service", step.stored) if step.stored is not None else None
+        diff = _diff(before, wanted, step.document.name)
+        return dataclasses.replace(step, diff=diff, checked=False)
     answer = client.request(
         step.method, step.path, body=step.body, params={"dry_run": "true"}
     ).json()
@@ -327,7 +380,7 @@ def dry_run(client: Client, step: Plan) -> Plan:
 
 def written(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     """The fields of a resource as the server answers it that a request of `kind` sets."""
-    if kind == "Workload":
+    if kind in ("Workload", "Service"):
         spec: dict[str, Any] = obj.get("spec") or {}
         return spec
     return {key: obj.get(key) for key in WRITTEN[kind]}

@@ -453,4 +453,4 @@ async def test_get_workloads_name_contains_lists_only_the_matching_names(
     long = await cli.run("get", "workloads", "--name-contains", "x" * 41)
     assert long.code != 0 and "name_contains" in long.err
     pools = await cli.run("get", "pools", "--name-contains", "x")
-    assert pools.code != 0 and "apply to workloads only" in pools.err
+    assert pools.code != 0 and "apply to workloads and services only" in pools.err

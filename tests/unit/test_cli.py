@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 from aicp_cli import config
-from aicp_cli.commands_read import STATE
+from aicp_cli.arguments import STATE
 from aicp_cli.errors import ApiError, CliError
 from aicp_cli.main import cli, hoist_globals
 from aicp_cli.manifests import read_documents
@@ -215,7 +215,7 @@ def test_deleting_by_selector_without_a_terminal_needs_yes() -> None:
     both = runner.invoke(cli, ["delete", "workloads", "a", "--all"])
     pools = runner.invoke(cli, ["delete", "pools", "--state", "FAILED"])
     assert both.exit_code == 2 and "name what to delete: NAME..., --all or --state" in both.output
-    assert pools.exit_code == 2 and "--state selects workloads only" in pools.output
+    assert pools.exit_code == 2 and "--state selects workloads and services only" in pools.output
 
 
 def test_a_broken_config_file_is_one_line(private_config: Path) -> None:

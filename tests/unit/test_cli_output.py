@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from aicp_cli.commands_read import _describe
 from aicp_cli.commands_write import run
 from aicp_cli.kinds import WORKLOAD_COLUMNS, WORKLOAD_WIDE
 from aicp_cli.main import cli
 from aicp_cli.output import dump, printable, table
+from aicp_cli.workload_views import describe_workload
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -111,7 +111,7 @@ def test_tables_and_describe_print_server_text_escaped(
         return printed_by(
             lambda: table([found], WORKLOAD_COLUMNS),
             lambda: table([found], WORKLOAD_WIDE, whole=True),
-            lambda: _describe(found, [event]),
+            lambda: describe_workload(found, [event]),
         )
 
     printed = show(reason, arg, value, message)
