@@ -2,8 +2,8 @@
 
 Built on click (commands, options, shell completion), rich (tables, progress) and httpx with
 httpx-sse (the REST API and its event streams); it speaks only the public REST API. Commands
-follow kubectl's habits: `get`, `describe`, `apply -f`, `delete`, `logs -f`, `wait --for`,
-contexts in a config file.
+follow kubectl's habits: `get`, `describe`, `apply -f`, `delete`, `scale`, `logs -f`,
+`wait --for`, contexts in a config file.
 
 Errors never show a traceback: `error: <what>` on standard error and exit status 1 (2 for a
 usage error, 124 when `wait` times out, 130 when interrupted).
@@ -15,7 +15,13 @@ import sys
 
 import click
 
-from aicp_cli import commands_identity, commands_read, commands_session, commands_write
+from aicp_cli import (
+    commands_identity,
+    commands_read,
+    commands_services,
+    commands_session,
+    commands_write,
+)
 from aicp_cli.errors import CliError
 from aicp_cli.output import printable
 
@@ -70,7 +76,7 @@ class Root(click.Group):
 @click.group(
     cls=Root,
     context_settings=CONTEXT_SETTINGS,
-    short_help="Submit GPU workloads to aicp and follow them.",
+    short_help="Run GPU workloads and inference services on aicp and follow them.",
 )
 @click.option(
     "--context",
@@ -87,7 +93,8 @@ class Root(click.Group):
 @click.version_option(package_name="aicp", prog_name="aicp")
 @click.pass_context
 def cli(ctx: click.Context, context_name: str | None, project: str | None) -> None:
-    """Submit GPU workloads to aicp, watch them run, read their logs and evidence.
+    """Submit GPU workloads to aicp, watch them run, read their logs and evidence; run
+    inference services (`kind: Service` in `aicp apply`) and scale them.
 
     Log in once with `aicp login --url URL --token TOKEN`, or as a person with
     `aicp login --url URL --oidc`; AICP_URL and AICP_TOKEN override the saved context.
@@ -95,7 +102,13 @@ def cli(ctx: click.Context, context_name: str | None, project: str | None) -> No
     ctx.obj = {"context": context_name, "project": project}
 
 
-for module in (commands_session, commands_identity, commands_read, commands_write):
+for module in (
+    commands_session,
+    commands_identity,
+    commands_read,
+    commands_write,
+    commands_services,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 
