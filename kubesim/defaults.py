@@ -9,6 +9,7 @@ from typing import Any
 from kubesim.model import Obj, ResourceType, StoreError, invalid
 from kubesim.services import default_service, keep_allocated
 from kubesim.tables import clone
+from kubesim.workloads import apply_defaults, bumps_generation, immutable_fields, reset_status
 
 JOB_MUTABLE_TEMPLATE_FIELDS = ("nodeSelector", "affinity", "tolerations", "schedulingGates")
 
@@ -41,6 +42,10 @@ def compose_write(rt: ResourceType, old: Obj, new: Obj, subresource: str | None)
             out["status"] = new["status"]
         else:
             out.pop("status", None)
+        if rt.plural == "deployments":
+            # The Deployment status strategy keeps only spec and labels: the controller records
+            # `deployment.kubernetes.io/revision` through /status.
+            _copy_annotations(new, out)
         return out
     out = normalise(rt, new)
     meta = out["metadata"]
@@ -56,6 +61,14 @@ def compose_write(rt: ResourceType, old: Obj, new: Obj, subresource: str | None)
         else:
             out.pop("status", None)
     return out
+
+
+def _copy_annotations(source: Obj, target: Obj) -> None:
+    annotations = (source.get("metadata") or {}).get("annotations")
+    if annotations:
+        target["metadata"]["annotations"] = annotations
+    else:
+        target["metadata"].pop("annotations", None)
 
 
 def prepare_create(rt: ResourceType, obj: Obj) -> None:
@@ -79,6 +92,9 @@ def prepare_create(rt: ResourceType, obj: Obj) -> None:
         obj.setdefault("spec", {})
     elif plural == "services":
         default_service(obj)
+    elif rt.group in ("apps", "policy", "autoscaling"):
+        reset_status(plural, obj)
+        apply_defaults(plural, obj)
     elif rt.has_status and rt.is_custom:
         obj.pop("status", None)
 
@@ -113,6 +129,25 @@ def spec_changed(old: Obj, new: Obj) -> bool:
     """Anything outside `metadata` and `status` changed (what bumps `generation`)."""
     keys = (old.keys() | new.keys()) - {"metadata", "status", "apiVersion", "kind"}
     return any(old.get(k) != new.get(k) for k in keys)
+
+
+def generation_changed(rt: ResourceType, old: Obj, new: Obj, subresource: str | None) -> bool:
+    """Whether a write bumps `generation`: a spec change, or a change of a Deployment's
+    annotations through the main resource."""
+    if spec_changed(old, new):
+        return True
+    return subresource is None and bumps_generation(rt.plural, old, new)
+
+
+def prepare_update(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """A main-resource update of a serving kind: defaults again (as on every write), and 422
+    when an immutable field changes (the apps/v1 selector)."""
+    if rt.group not in ("apps", "policy", "autoscaling"):
+        return
+    apply_defaults(rt.plural, new)
+    causes = [_immutable(field) for field in immutable_fields(rt.plural, old, new)]
+    if causes:
+        raise invalid(rt, old["metadata"]["name"], causes)
 
 
 def _strip_mutable(template: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import visibility
-from kubesim.resources import SERVED, SHORT_NAMES, group_versions, subresources
+from kubesim.resources import CATEGORIES, SERVED, SHORT_NAMES, group_versions, subresources
 
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 VERSION_INFO = {
@@ -72,18 +72,22 @@ def resource_list(group_version: str) -> dict[str, Any] | None:
         }
         if rt.plural in SHORT_NAMES:
             entry["shortNames"] = SHORT_NAMES[rt.plural]
+        if rt.plural in CATEGORIES:
+            entry["categories"] = CATEGORIES[rt.plural]
         resources.append(entry)
         for sub in subresources(rt):
             verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
-            resources.append(
-                {
-                    "name": f"{rt.plural}/{sub}",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    "kind": "Pod" if sub == "log" else rt.kind,
-                    "verbs": verbs,
-                }
-            )
+            sub_entry: dict[str, Any] = {
+                "name": f"{rt.plural}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": "Pod" if sub == "log" else rt.kind,
+                "verbs": verbs,
+            }
+            if sub == "scale":
+                # Another group's kind: clients (kubectl scale) read it from here.
+                sub_entry.update(group="autoscaling", version="v1", kind="Scale")
+            resources.append(sub_entry)
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

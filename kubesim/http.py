@@ -226,6 +226,8 @@ async def _get(request: web.Request, state: AppState, route: Route) -> web.Strea
             )
         if route.subresource == "log":
             return await serve_log(request, store, rt, route.namespace or "", route.name)
+        if route.subresource == "scale":
+            return json_response(store.get_scale(rt, route.namespace, route.name))
         version = printing.table_version(request.headers.get("Accept"))
         if version is not None and route.subresource is None:
             meta = {"resourceVersion": entry.obj["metadata"].get("resourceVersion", "")}
@@ -328,6 +330,11 @@ async def _update(request: web.Request, state: AppState, route: Route) -> web.Re
             400, "BadRequest", "the name of the object does not match the name on the URL"
         )
     meta["name"] = route.name
+    if route.subresource == "scale":
+        scale = state.store.update_scale(
+            route.rt, route.namespace, route.name or "", body, manager=field_manager(request)
+        )
+        return json_response(scale)
     if route.rt.namespaced:
         meta["namespace"] = route.namespace
     updated = state.store.update(
@@ -357,6 +364,16 @@ async def _patch(request: web.Request, state: AppState, route: Route) -> web.Res
         raise StoreError(415, "UnsupportedMediaType", "apply-patch+cbor is not supported")
     body = await _body(request)
     store = state.store
+    if route.subresource == "scale":
+        scale = store.patch_scale(
+            route.rt,
+            route.namespace,
+            route.name or "",
+            body,
+            content_type=content_type,
+            manager=field_manager(request),
+        )
+        return json_response(scale)
     existed = store.entry(route.rt, route.namespace, route.name or "") is not None
     result = store.patch(
         route.rt,

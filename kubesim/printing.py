@@ -10,17 +10,26 @@ from), the whole object with `includeObject=Object`, or nothing with `includeObj
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubesim.model import Obj, ResourceType
+from kubesim.cells import (
+    AGE,
+    NAME,
+    Cell,
+    Column,
+    human_duration,
+    parse_time,
+    template_containers,
+)
+from kubesim.printing_serving import SERVING_COLUMNS
+
+if TYPE_CHECKING:
+    from kubesim.model import Obj, ResourceType
+
+__all__ = ["human_duration", "table", "table_version"]
 
 TABLE_VERSIONS = ("v1", "v1beta1")
-
-Cell = Callable[[Obj, datetime], Any]
-#: (name, type, format, description, priority: 0 always shown, 1 with `-o wide`), cell.
-Column = tuple[str, str, str, str, int, Cell]
 
 
 def table_version(accept: str | None) -> str | None:
@@ -36,49 +45,6 @@ def table_version(accept: str | None) -> str | None:
         ):
             return params["v"]
     return None
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's `duration.HumanDuration`, as kubectl prints ages and durations."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        days = (hours // 24) % 365
-        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
-    return f"{hours // 24 // 365}y"
-
-
-def _time(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def _age(obj: Obj, now: datetime) -> str:
-    created = _time(obj["metadata"].get("creationTimestamp"))
-    return "<unknown>" if created is None else human_duration((now - created).total_seconds())
 
 
 def _condition(obj: Obj, kind: str) -> dict[str, Any] | None:
@@ -118,16 +84,11 @@ def _completions(job: Obj, _now: datetime) -> str:
 
 def _job_duration(job: Obj, now: datetime) -> str:
     status = job.get("status") or {}
-    started = _time(status.get("startTime"))
+    started = parse_time(status.get("startTime"))
     if started is None:
         return ""
-    ended = _time(status.get("completionTime")) or now
+    ended = parse_time(status.get("completionTime")) or now
     return human_duration((ended - started).total_seconds())
-
-
-def _containers(obj: Obj, key: str) -> str:
-    pod_spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return ",".join(str(c.get(key, "")) for c in pod_spec.get("containers") or [])
 
 
 def _selector(job: Obj, _now: datetime) -> str:
@@ -216,11 +177,9 @@ def _reserved_in(workload: Obj, _now: datetime) -> str:
     return str(admission.get("clusterQueue") or "")
 
 
-NAME: Column = ("Name", "string", "name", "Name must be unique within a namespace.", 0,
-                lambda o, _n: o["metadata"]["name"])  # fmt: skip
-AGE: Column = ("Age", "string", "", "The time since the object was created.", 0, _age)
 DEFAULT = [NAME, AGE]
 COLUMNS: dict[tuple[str, str], list[Column]] = {
+    **SERVING_COLUMNS,
     ("batch", "jobs"): [
         NAME,
         ("Status", "string", "", "Status of the job.", 0, _job_status),
@@ -233,7 +192,7 @@ COLUMNS: dict[tuple[str, str], list[Column]] = {
             "",
             "Names of each container in the template.",
             1,
-            lambda o, _n: _containers(o, "name"),
+            lambda o, _n: template_containers(o, "name"),
         ),
         (
             "Images",
@@ -241,7 +200,7 @@ COLUMNS: dict[tuple[str, str], list[Column]] = {
             "",
             "Images referenced by each container in the template.",
             1,
-            lambda o, _n: _containers(o, "image"),
+            lambda o, _n: template_containers(o, "image"),
         ),
         (
             "Selector",

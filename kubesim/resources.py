@@ -13,6 +13,13 @@ SERVED: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "events", "Event", namespaced=True, has_status=False),
     ResourceType("", "v1", "services", "Service", namespaced=True),
     ResourceType("batch", "v1", "jobs", "Job", namespaced=True),
+    ResourceType("apps", "v1", "deployments", "Deployment", namespaced=True),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", namespaced=True),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True),
+    ResourceType(
+        "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, has_status=False
+    ),
+    ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True),
     ResourceType(KUEUE, "v1beta2", "resourceflavors", "ResourceFlavor", False, has_status=False),
     ResourceType(KUEUE, "v1beta2", "clusterqueues", "ClusterQueue", namespaced=False),
     ResourceType(KUEUE, "v1beta2", "localqueues", "LocalQueue", namespaced=True),
@@ -35,6 +42,11 @@ SHORT_NAMES: dict[str, list[str]] = {
     "pods": ["po"],
     "events": ["ev"],
     "services": ["svc"],
+    "deployments": ["deploy"],
+    "replicasets": ["rs"],
+    "poddisruptionbudgets": ["pdb"],
+    "networkpolicies": ["netpol"],
+    "horizontalpodautoscalers": ["hpa"],
     "clusterqueues": ["cq"],
     "localqueues": ["queue", "queues", "lq"],
     "workloads": ["wl"],
@@ -43,7 +55,24 @@ SHORT_NAMES: dict[str, list[str]] = {
 }
 
 # Sub-resources each type serves beyond the object itself.
-SUBRESOURCES: dict[str, tuple[str, ...]] = {"pods": ("status", "log")}
+SUBRESOURCES: dict[str, tuple[str, ...]] = {
+    "pods": ("status", "log"),
+    "deployments": ("status", "scale"),
+    "replicasets": ("status", "scale"),
+}
+
+# `kubectl get all` lists the resources in category "all".
+CATEGORIES: dict[str, list[str]] = {
+    plural: ["all"]
+    for plural in (
+        "pods",
+        "services",
+        "jobs",
+        "deployments",
+        "replicasets",
+        "horizontalpodautoscalers",
+    )
+}
 
 
 def subresources(rt: ResourceType) -> tuple[str, ...]:

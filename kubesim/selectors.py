@@ -148,3 +148,31 @@ def fields_match(obj: Mapping[str, Any], reqs: tuple[FieldRequirement, ...]) -> 
 def equality_terms(reqs: tuple[Requirement, ...]) -> list[tuple[str, str]]:
     """The `k=v` terms of a selector, which the store answers from its label index."""
     return [(r.key, next(iter(r.values))) for r in reqs if r.op == "=" and len(r.values) == 1]
+
+
+def format_label_selector(selector: Mapping[str, Any] | None) -> str:
+    """A `metav1.LabelSelector` as apimachinery prints it (`LabelSelectorAsSelector(s).String()`):
+    requirements sorted by key, `k=v`, `k in (a,b)`, `k notin (a)`, `k`, `!k`; "" when empty."""
+    terms: list[tuple[str, str]] = []
+    for key, value in ((selector or {}).get("matchLabels") or {}).items():
+        terms.append((str(key), f"{key}={value}"))
+    for expr in (selector or {}).get("matchExpressions") or []:
+        key, op = str(expr.get("key", "")), expr.get("operator")
+        values = ",".join(sorted(str(v) for v in expr.get("values") or []))
+        if op == "In":
+            terms.append((key, f"{key} in ({values})"))
+        elif op == "NotIn":
+            terms.append((key, f"{key} notin ({values})"))
+        elif op == "Exists":
+            terms.append((key, key))
+        elif op == "DoesNotExist":
+            terms.append((key, f"!{key}"))
+    return ",".join(text for _, text in sorted(terms))
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """Whether a `metav1.LabelSelector` selects `labels`: a missing (null) selector selects
+    nothing, an empty one everything (`LabelSelectorAsSelector`)."""
+    if selector is None:
+        return False
+    return labels_match(labels, format_label_selector(selector))

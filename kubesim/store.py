@@ -42,9 +42,10 @@ from kubesim.defaults import (
     check_local_queue_update,
     check_service_update,
     compose_write,
+    generation_changed,
     normalise,
     prepare_create,
-    spec_changed,
+    prepare_update,
 )
 from kubesim.deletion import DeletionMixin
 from kubesim.model import (
@@ -59,6 +60,7 @@ from kubesim.model import (
 )
 from kubesim.naming import generate_name
 from kubesim.resources import BY_KEY
+from kubesim.scaling import ScaleMixin
 from kubesim.selectors import (
     equality_terms,
     fields_match,
@@ -89,7 +91,7 @@ __all__ = [
 MUST_SPECIFY_RV = "Invalid value: 0x0: must be specified for an update"
 
 
-class Store(PatchMixin, DeletionMixin):
+class Store(PatchMixin, DeletionMixin, ScaleMixin):
     """In-memory registry of every served resource (see module docstring)."""
 
     def __init__(self, clock: Clock | None = None, *, history_size: int = 20_000) -> None:
@@ -314,11 +316,12 @@ class Store(PatchMixin, DeletionMixin):
             check_job_update(rt, old, result)
             check_local_queue_update(rt, old, result)
             check_service_update(rt, old, result)
+            prepare_update(rt, old, result)
             check_finalizers(rt, old, result)
         else:
             check_job_status(rt, old, result)
         validate(rt, result)
-        if spec_changed(old, result):
+        if generation_changed(rt, old, result, subresource):
             result["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         uid = old["metadata"]["uid"]
         own = self._owners.setdefault(uid, {})

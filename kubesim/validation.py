@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes_validate import utils as kv_utils
 
-from kubesim import rules
+from kubesim import rules, workloads
 from kubesim.model import Obj, ResourceType, invalid
 from kubesim.services import service_causes
 
@@ -154,6 +154,7 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
     found = rules.check(rt.plural, obj)
     if rt.plural == "services" and isinstance(obj.get("spec"), dict):
         found += service_causes(obj["spec"])
+    found += workloads.causes(rt.plural, obj)
     for field, message in found:
         reason = "FieldValueInvalid"
         if message.startswith("Required value"):
@@ -162,6 +163,8 @@ def _semantic(rt: ResourceType, obj: Obj) -> list[dict[str, str]]:
             reason = "FieldValueNotSupported"
         elif message.startswith("Duplicate value"):
             reason = "FieldValueDuplicate"
+        elif message.startswith("Forbidden"):
+            reason = "FieldValueForbidden"
         causes.append({"reason": reason, "message": message, "field": field})
     return causes
 

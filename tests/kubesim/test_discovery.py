@@ -21,8 +21,12 @@ async def test_discovery_lists_every_served_resource(kube_cluster):
     _, kueue, _ = await raw("GET", f"{kube_cluster.url}/apis/kueue.x-k8s.io/v1beta2")
     _, version, _ = await raw("GET", f"{kube_cluster.url}/version")
     assert {g["name"] for g in groups["groups"]} == {
+        "apps",
+        "autoscaling",
         "batch",
         "kueue.x-k8s.io",
+        "networking.k8s.io",
+        "policy",
         "visibility.kueue.x-k8s.io",
     }
     assert {"namespaces", "nodes", "pods", "pods/status", "pods/log", "events"} <= {

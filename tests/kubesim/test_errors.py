@@ -21,7 +21,7 @@ def status_of(err: ApiException) -> dict:
     [
         pytest.param("/nope", id="unknown-root"),
         pytest.param("/apis/batch/v9/jobs", id="unknown-version"),
-        pytest.param("/apis/apps/v1/deployments", id="unserved-group"),
+        pytest.param("/apis/storage.k8s.io/v1/storageclasses", id="unserved-group"),
         pytest.param("/api/v1/namespaces/default/pods/a/exec", id="unknown-subresource"),
     ],
 )
