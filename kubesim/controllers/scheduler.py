@@ -8,9 +8,14 @@ picks the least allocated (the default LeastAllocated score). A pod that fits no
 "unschedulable" set until a node changes or a bound pod releases its resources, as the real
 scheduler moves pods back from its unschedulable queue on such events.
 
+A pod with scheduling gates (`spec.schedulingGates`, e.g. Kueue's `kueue.x-k8s.io/admission`)
+is left alone until they are all removed, as the real scheduler's SchedulingGates PreEnqueue
+plugin keeps it out of the queue; its `PodScheduled=False` reason `SchedulingGated` comes from
+the apiserver on create (kubesim: `kueue_pod_webhook.py`).
+
 Binding is two writes, like the real Binding subresource followed by the status update:
 `spec.nodeName`, then the `PodScheduled=True` condition. Not simulated: affinity and
-anti-affinity, topology spread, priority preemption, scheduling gates.
+anti-affinity, topology spread, priority preemption.
 """
 
 from __future__ import annotations
@@ -108,7 +113,7 @@ class Scheduler:
             if key not in self._bound:
                 self._assume(key, node, pod_requests(pod.get("spec") or {}))
             return
-        if meta.get("deletionTimestamp") or key in self._unschedulable:
+        if meta.get("deletionTimestamp") or key in self._unschedulable or _gated(pod):
             return
         self.queue.add(key)
 
@@ -173,6 +178,7 @@ class Scheduler:
         if (
             pod["metadata"].get("deletionTimestamp")
             or pod.get("status", {}).get("phase") in _TERMINAL
+            or _gated(pod)
         ):
             return None
         requests = {**pod_requests(pod.get("spec") or {}), "pods": 1000}
@@ -232,3 +238,8 @@ class Scheduler:
             manager=MANAGER,
             subresource="status",
         )
+
+
+def _gated(pod: Obj) -> bool:
+    """Whether the pod still has scheduling gates (it is not even tried until they are gone)."""
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
