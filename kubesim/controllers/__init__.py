@@ -2,8 +2,9 @@
 the fake GPU operator are to a real cluster (docs/KUBESIM.md "Controllers").
 
 `Controllers(store, clock, ...)` is started by `kubesim.Cluster`: `start()` registers the GPU
-nodes and Kueue's Job webhook, then runs every controller as named, held tasks, each a watch of
-the store feeding a keyed work queue and one worker; `stop()` cancels and awaits them all.
+nodes and Kueue's Job and pod webhooks, then runs every controller as named, held tasks, each a
+watch of the store feeding a keyed work queue and one worker; `stop()` cancels and awaits them
+all.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from kubesim.controllers.jobs import JobController
 from kubesim.controllers.kubelet import Kubelet
 from kubesim.controllers.kueue_admission import KueueScheduler
 from kubesim.controllers.kueue_jobs import KueueJobReconciler, job_webhook
+from kubesim.controllers.kueue_pod_webhook import PodWebhook
+from kubesim.controllers.kueue_pods import KueuePodReconciler
 from kubesim.controllers.kueue_pods_ready import PodsReadyController, WaitForPodsReady
 from kubesim.controllers.kueue_status import QueueStatus
 from kubesim.controllers.quota import QuotaBook
@@ -59,6 +62,7 @@ class Controllers:
         self.kubelet = Kubelet(store, clock)
         self.quota = QuotaBook()
         self.kueue_jobs = KueueJobReconciler(store, clock)
+        self.kueue_pods = KueuePodReconciler(store, clock)
         self.queue_status = QueueStatus(store, clock, self.quota, self._config_changed)
         self.kueue = KueueScheduler(store, clock, self.quota, self.queue_status.changed)
         self.pods_ready = PodsReadyController(
@@ -92,6 +96,8 @@ class Controllers:
             profile=self._gpu_profile,
         )
         self._store.add_admission_hook(self._store.resource("batch", "jobs"), job_webhook)
+        pods = self._store.resource("", "pods")
+        self._store.add_admission_hook(pods, PodWebhook(self._store, self._clock))
         # Kueue's picture of the queues first, so that its first cycles see them.
         self._watch("kueue.x-k8s.io", "resourceflavors", self.queue_status.on_flavor)
         self._watch("kueue.x-k8s.io", "clusterqueues", self.queue_status.on_cluster_queue)
@@ -102,6 +108,7 @@ class Controllers:
             "workloads",
             self.kueue.on_workload_event,
             self.kueue_jobs.on_workload_event,
+            self.kueue_pods.on_workload_event,
             self.pods_ready.on_workload_event,
         )
         self._watch(
@@ -119,10 +126,13 @@ class Controllers:
             self.scheduler.on_pod_event,
             self.kubelet.on_pod_event,
             self.jobs.on_pod_event,
+            self.kueue_pods.on_pod_event,
+            self.pods_ready.on_pod_event,
         )
         self._run("kueue-scheduler", self.kueue.queue, self.kueue.reconcile)
         self._run("kueue-queue-status", self.queue_status.queue, self.queue_status.reconcile)
         self._run("kueue-job", self.kueue_jobs.queue, self.kueue_jobs.reconcile)
+        self._run("kueue-pod", self.kueue_pods.queue, self.kueue_pods.reconcile)
         self._run("kueue-pods-ready", self.pods_ready.queue, self.pods_ready.reconcile)
         self._run("job-controller", self.jobs.queue, self.jobs.reconcile)
         self._run("ttl-after-finished", self.ttl.queue, self.ttl.reconcile)

@@ -34,6 +34,7 @@ from kubesim.controllers.kueue_api import (
 )
 from kubesim.controllers.kueue_pods_ready import requeue_at
 from kubesim.controllers.kueue_preemption import choose_victims, evict, readmitted
+from kubesim.controllers.podspec import controller_name
 from kubesim.controllers.quantity import parse_milli
 from kubesim.controllers.quota import (
     Admission,
@@ -313,14 +314,15 @@ class KueueScheduler:
 
 
 def _queueable(wl: Obj, now: float) -> bool:
-    """Active, and past any `requeueState.requeueAt` once `Requeued` again."""
+    """Active, and past any `requeueState.requeueAt` once `Requeued` again. A pod's evicted
+    Workload (`Requeued=False`, no back-off) is never queued again: it dies with its pod."""
     if (wl.get("spec") or {}).get("active") is False:
         return False
-    if requeue_at(wl) is None:
-        return True
     conds = (wl.get("status") or {}).get("conditions")
     requeued = conditions.find(conds, "Requeued")
-    return requeued is None or requeued.get("status") == "True"
+    if requeued is None or requeued.get("status") == "True":
+        return True
+    return requeue_at(wl) is None and controller_name(wl, "Pod") is None
 
 
 def _stopped(cq: Obj) -> bool:

@@ -14,6 +14,9 @@ Once a Workload is admitted it must have every pod of its pod sets ready (or suc
   admission: `QuotaReserved=False` (`Pending`), `Admitted=False`, `Requeued=False`
   (`PodsReadyTimeout`) until `requeueAt`, then `Requeued=True` (`BackoffFinished`, "The
   workload backoff was finished") and it queues again;
+- a pod's own Workload (Kueue's pod integration, `kueue_pods.py`) is ready when its pod is
+  `Ready`; evicted, its pod is deleted at once and the Workload is not requeued (it finishes
+  with the pod);
 - when one more requeue would pass `backoffLimitCount`, the Workload is deactivated instead:
   `spec.active=false`, `Evicted=True` reason `Deactivated`, "The workload is deactivated due to
   exceeding the maximum number of re-queuing retries", `requeueState` cleared; it is never
@@ -41,6 +44,8 @@ from kubesim.controllers.kueue_api import (
     owned_status,
     workload_name,
 )
+from kubesim.controllers.kueue_pod_webhook import MANAGED_LABEL
+from kubesim.controllers.kueue_pods import pod_workload_name
 from kubesim.controllers.podspec import controller_name
 from kubesim.controllers.runtime import Requeue, WorkQueue
 
@@ -102,6 +107,7 @@ class PodsReadyController:
         self.config = config
         self.workloads = store.resource("kueue.x-k8s.io", "workloads")
         self.jobs = store.resource("batch", "jobs")
+        self.pods = store.resource("", "pods")
         self.queue: WorkQueue[Key] = WorkQueue(clock)
 
     def on_workload_event(self, event: WatchEvent) -> None:
@@ -113,6 +119,13 @@ class PodsReadyController:
         meta = event.object["metadata"]
         if self.config.enable and event.type != "DELETED":
             self.queue.add((meta["namespace"], workload_name(meta["name"], meta["uid"])))
+
+    def on_pod_event(self, event: WatchEvent) -> None:
+        """A pod of Kueue's pod integration: its own Workload's readiness may have changed."""
+        meta = event.object["metadata"]
+        managed = (meta.get("labels") or {}).get(MANAGED_LABEL) == "true"
+        if self.config.enable and managed and event.type != "DELETED":
+            self.queue.add((meta["namespace"], pod_workload_name(meta["name"], meta["uid"])))
 
     def reconcile(self, key: Key) -> Requeue:
         wl = self._store.get(self.workloads, *key)
@@ -140,7 +153,14 @@ class PodsReadyController:
         return None
 
     def _pods_ready(self, wl: Obj) -> bool | None:
-        """Whether the Job has as many ready or succeeded pods as the pod sets count."""
+        """Whether the Job has as many ready or succeeded pods as the pod sets count; for a
+        pod's own Workload, whether that pod is `Ready` (Kueue's Pod.PodsReady)."""
+        pod_name = controller_name(wl, "Pod")
+        if pod_name is not None:
+            pod = self._store.get(self.pods, wl["metadata"]["namespace"], pod_name)
+            if pod is None:
+                return None
+            return conditions.is_true((pod.get("status") or {}).get("conditions"), "Ready")
         name = controller_name(wl, "Job")
         job = self._store.get(self.jobs, wl["metadata"]["namespace"], name) if name else None
         if job is None:

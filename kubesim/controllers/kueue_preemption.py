@@ -101,8 +101,14 @@ def evict(store: Store, rt: ResourceType, clock: Clock, workload: Obj, preemptor
     apply_status(store, rt, workload, status)
 
 
-def clear_admission(store: Store, rt: ResourceType, clock: Clock, workload: Obj) -> None:
-    """After an evicted Workload's Job has stopped: drop the admission and requeue it."""
+def clear_admission(
+    store: Store, rt: ResourceType, clock: Clock, workload: Obj, *, pod_owned: bool = False
+) -> None:
+    """After an evicted Workload's Job has stopped: drop the admission and requeue it.
+
+    A Workload owned by a single pod (`pod_owned`) dies with its pod, so Kueue (0.19's
+    SkipReassignmentForPodOwnedWorkloads) writes `Requeued=False` and `QuotaReserved=False`
+    reason `Pending` whatever the eviction's reason: it is never queued again."""
     status = owned_status(workload)
     evicted = conditions.find(status["conditions"], "Evicted") or {}
     reason = str(evicted.get("reason") or "Preempted")
@@ -112,7 +118,7 @@ def clear_admission(store: Store, rt: ResourceType, clock: Clock, workload: Obj)
     status.pop("admission", None)
     conds = status["conditions"]
     # Preempted keeps its reason; a readiness timeout or deactivation leaves it Pending.
-    reserved_reason = "Preempted" if reason == "Preempted" else "Pending"
+    reserved_reason = "Preempted" if reason == "Preempted" and not pod_owned else "Pending"
     conditions.set_condition(
         conds, "QuotaReserved", False, reserved_reason, message, now, observed_generation=generation
     )
@@ -126,7 +132,7 @@ def clear_admission(store: Store, rt: ResourceType, clock: Clock, workload: Obj)
         observed_generation=generation,
     )
     # A readiness timeout requeues after its back-off (kueue_pods_ready), a deactivation never.
-    requeued = reason == "Preempted"
+    requeued = reason == "Preempted" and not pod_owned
     conditions.set_condition(
         conds, "Requeued", requeued, reason, message, now, observed_generation=generation
     )
