@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import watch
+from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.kubesim.builders import job, pod
@@ -282,6 +282,40 @@ async def test_a_queued_pod_owned_by_a_queued_job_is_left_to_that_job_and_a_miss
     assert json.loads(refused.value.body)["message"] == (
         'admission webhook "mpod.kb.io" denied the request: jobs.batch "owner" not found'
     )
+
+
+async def test_a_queued_pod_of_a_replica_set_is_kueues_own(kube: Kube) -> None:
+    template = {
+        "metadata": {"labels": {"app": "serve", "kueue.x-k8s.io/queue-name": "team-a"}},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+    }
+    replica_set = await client.AppsV1Api(kube.api).create_namespaced_replica_set(
+        NS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "serve-6d4cf56db6"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"app": "serve"}},
+                "template": template,
+            },
+        },
+    )
+    replica = pod(
+        "serve-6d4cf56db6-x7k2p",
+        labels=template["metadata"]["labels"],
+        owner={
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": replica_set.metadata.to_dict(),
+        },
+    )
+
+    created = await kube.core.create_namespaced_pod(NS, replica)
+
+    assert [g.name for g in created.spec.scheduling_gates] == GATES
+    assert created.metadata.labels["kueue.x-k8s.io/managed"] == "true"
 
 
 async def test_the_queue_of_a_running_pod_is_immutable(kube: Kube) -> None:
