@@ -313,3 +313,58 @@ class Scenario(Api):
             interval=self.interval,
             message=f"a {event_type} event of workload {name}",
         )
+
+    # -- services ----------------------------------------------------------------------------
+
+    @property
+    def services(self) -> str:
+        return f"/api/v1/projects/{self.project}/services"
+
+    def service_body(self, name: str, **changes: Any) -> dict[str, Any]:
+        """A service of this scenario's pool: one replica of `busybox` unless `changes` say."""
+        return {"name": name, "compute_pool": self.pool_name, "image": "busybox:1.36", **changes}
+
+    async def create_service(self, name: str, **changes: Any) -> dict[str, Any]:
+        response = await self.request(
+            "POST", self.services, json=self.service_body(name, **changes), accept=(202,)
+        )
+        accepted: dict[str, Any] = response.json()
+        return accepted
+
+    async def service(self, name: str) -> dict[str, Any] | None:
+        """The service as the API shows it; None once it answers 404."""
+        response = await self.request("GET", f"{self.services}/{name}", accept=(200, 404))
+        if response.status_code == 404:
+            return None
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def wait_service(
+        self, name: str, state: str, text: str = "", timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Wait until the service is in `state` with `text` in its reason; return it."""
+
+        seen: list[dict[str, Any]] = [{}]
+
+        async def probe() -> dict[str, Any] | None:
+            found = await self.service(name)
+            status = seen[0] = found["status"] if found else {}
+            return found if status.get("state") == state and text in status["reason"] else None
+
+        try:
+            return await wait_until(
+                probe,
+                timeout=timeout or self.wait_timeout,
+                interval=self.interval,
+                message=f"service {name} {state} with {text!r} in its reason",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its status then: {seen[0]}") from None
+
+    async def service_events(self, name: str) -> list[dict[str, Any]]:
+        """The service's events, oldest first."""
+        response = await self.request(
+            "GET", f"{self.services}/{name}/events", params={"limit": 500}
+        )
+        items: list[dict[str, Any]] = response.json()["items"]
+        return list(reversed(items))

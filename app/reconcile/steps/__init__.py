@@ -1,10 +1,12 @@
-"""The reconcile steps of projects, pools and workloads, and how informer events reach them.
+"""The reconcile steps of projects, pools, workloads and services, and how informer events
+reach them.
 
 `install_steps` is the one seam the composition root calls: it registers a step per kind on
 the engine and subscribes the informer handler that maps Kubernetes events to resource keys.
 
     informers ──(event_type, obj)──▶ routing.EventRouter ──key──▶ engine (enqueue_local / wake)
-    engine worker ──(id, fence)──▶ ProjectStep | PoolStep | WorkloadStep ──▶ kube + fenced SQL
+    engine worker ──(id, fence)──▶ ProjectStep | PoolStep | WorkloadStep | ServiceStep
+                                   ──▶ kube + fenced SQL
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from app.reconcile.steps.context import StepContext
 from app.reconcile.steps.pools import PoolStep
 from app.reconcile.steps.projects import ProjectStep
 from app.reconcile.steps.routing import EventRouter
+from app.reconcile.steps.services import ServiceStep
 from app.reconcile.steps.workloads import WorkloadStep
 
 if TYPE_CHECKING:
@@ -29,7 +32,7 @@ __all__ = ["StepContext", "install_steps"]
 def install_steps(
     engine: Reconciler, *, db: Database, kube: KubeClient, informers: Informers, instance_id: str
 ) -> StepContext:
-    """Register the project/pool/workload step functions on the engine and subscribe the
+    """Register the project/pool/workload/service step functions on the engine and subscribe the
     informer handler that maps Kubernetes events to resource keys (engine.enqueue_local).
 
     Call before `informers.start()` (so the first list's ADDEDs are routed) and before
@@ -42,6 +45,7 @@ def install_steps(
     engine.register("project", ProjectStep(ctx))
     engine.register("pool", PoolStep(ctx))
     engine.register("workload", WorkloadStep(ctx))
+    engine.register("service", ServiceStep(ctx))
     informers.on_change(EventRouter(engine, informers, ctx.routes))
     informers.on_recovered(engine.retry_failed_now)
     return ctx
