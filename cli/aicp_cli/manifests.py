@@ -73,7 +73,7 @@ WORKLOAD_DEFAULTS: dict[str, Any] = {
     "priority": "normal",
     "labels": {},
 }
-#: The service spec's defaults (docs/API.md "Services"), and its autoscaling's.
+#: The service spec's defaults as the API fills them in (its OpenAPI schema), and autoscaling's.
 SERVICE_DEFAULTS: dict[str, Any] = {
     "command": [],
     "args": [],
