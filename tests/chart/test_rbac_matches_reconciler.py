@@ -66,5 +66,6 @@ def test_every_kind_aicp_applies_can_be_created_by_apply() -> None:
     created = {(g, r) for g, r, v in grants if v == "create"}
 
     assert patched <= created
-    # A multi-node workload's headless Service is only ever created (a POST), never applied.
-    assert created - patched == {("", "services")}
+    # Every kind aicp creates it also applies: a multi-node workload's headless Service is only
+    # ever created (a POST), but an inference service's ClusterIP Service is applied.
+    assert created - patched == set()
