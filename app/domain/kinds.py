@@ -12,9 +12,7 @@ from typing import Final, Literal, get_args
 Kind = Literal["project", "pool", "workload", "service"]
 """A reconciled kind: leased, reconciled by a step, finalized into a tombstone."""
 
-SubjectKind = Literal[
-    "project", "pool", "workload", "service", "binding", "token", "role-binding"
-]
+SubjectKind = Literal["project", "pool", "workload", "service", "binding", "token", "role-binding"]
 """What an event row can be about."""
 
 KINDS: Final[tuple[Kind, ...]] = get_args(Kind)

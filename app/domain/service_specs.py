@@ -91,9 +91,7 @@ class ServiceSpec(_Body):
     ] = 1
     port: Annotated[
         int,
-        msgspec.Meta(
-            ge=1, le=65535, description="the container port the Service sends traffic to"
-        ),
+        msgspec.Meta(ge=1, le=65535, description="the container port the Service sends traffic to"),
     ] = 8000
     readiness_path: Annotated[
         str,

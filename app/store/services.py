@@ -93,9 +93,7 @@ async def create(
 
 async def _row(conn: Connection, project: ProjectScope, name: str) -> asyncpg.Record:
     row = (
-        await conn.fetchrow(QUERIES["service_by_name"], project.id, name)
-        if is_name(name)
-        else None
+        await conn.fetchrow(QUERIES["service_by_name"], project.id, name) if is_name(name) else None
     )
     if row is None:
         raise NotFound(f"Service {name!r} not found.")
