@@ -80,7 +80,7 @@ async def test_a_new_image_rolls_out_as_the_next_generation(scenario: Scenario) 
     assert response.status_code == 202 and response.json()["generation"] == 2
 
     async def rolled_out() -> dict[str, Any] | None:
-        found = await scenario.service("chat")
+        found = await scenario.read_service("chat")
         status = found["status"] if found else {}
         done = status.get("state") == "READY" and status.get("observed_generation") == 2
         return found if done else None
@@ -142,8 +142,8 @@ async def test_a_service_and_a_batch_workload_share_the_pools_quota(scenario: Sc
     await scenario.wait_service("chat", "READY")
 
     await scenario.submit("train", accelerators=2)
-    queued = await scenario.wait_state("train", "QUEUED")
-    assert "quota" in queued["status"]["reason"].lower()
+    queued = await scenario.wait_reason("train", "Waiting for quota in pool h100-pool")
+    assert queued["status"]["state"] == "QUEUED"
 
     await scenario.client.patch(f"{scenario.services}/chat", json={"replicas": 0})
     await scenario.wait_state("train", "RUNNING", "SUCCEEDED")

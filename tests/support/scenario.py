@@ -331,7 +331,7 @@ class Scenario(Api):
         accepted: dict[str, Any] = response.json()
         return accepted
 
-    async def service(self, name: str) -> dict[str, Any] | None:
+    async def read_service(self, name: str) -> dict[str, Any] | None:
         """The service as the API shows it; None once it answers 404."""
         response = await self.request("GET", f"{self.services}/{name}", accept=(200, 404))
         if response.status_code == 404:
@@ -347,7 +347,7 @@ class Scenario(Api):
         seen: list[dict[str, Any]] = [{}]
 
         async def probe() -> dict[str, Any] | None:
-            found = await self.service(name)
+            found = await self.read_service(name)
             status = seen[0] = found["status"] if found else {}
             return found if status.get("state") == state and text in status["reason"] else None
 
