@@ -91,26 +91,20 @@ async def wait_phase(kube: Kube, name: str, phase: str) -> Any:
     return await wait_until(probe, message=f"pod {name} {phase} and bound")
 
 
-async def last_state(kube: Kube, workload: dict[str, Any]) -> dict[str, Any]:
-    """The Workload as its DELETED event carries it (garbage-collected with its pod)."""
+async def last_state(kube: Kube, obj: dict[str, Any]) -> dict[str, Any]:
+    """A pod or Workload as its DELETED event carries it (a Workload goes with its pod)."""
+    meta = obj["metadata"]
+    if obj["kind"] == "Pod":
+        args: tuple[Any, ...] = (kube.core.list_namespaced_pod, NS)
+    else:
+        args = (kube.custom.list_namespaced_custom_object, KUEUE, V1BETA2, NS, "workloads")
     async with watch.Watch() as w:
-        stream = w.stream(
-            kube.custom.list_namespaced_custom_object,
-            KUEUE,
-            V1BETA2,
-            NS,
-            "workloads",
-            resource_version=workload["metadata"]["resourceVersion"],
-            timeout_seconds=10,
-        )
+        stream = w.stream(*args, resource_version=meta["resourceVersion"], timeout_seconds=10)
         async for event in stream:
-            obj = event["object"]
-            if (
-                event["type"] == "DELETED"
-                and obj["metadata"]["name"] == workload["metadata"]["name"]
-            ):
-                return dict(obj)
-    raise AssertionError(f"no DELETED event for {workload['metadata']['name']}")
+            raw = event["raw_object"]
+            if event["type"] == "DELETED" and raw["metadata"]["name"] == meta["name"]:
+                return dict(raw)
+    raise AssertionError(f"no DELETED event for {meta['name']}")
 
 
 async def gone(kube: Kube, name: str) -> bool:
@@ -344,9 +338,15 @@ async def test_a_higher_priority_pod_preempts_a_lower_one_which_is_deleted_not_r
     await wait_phase(kube, "low", "Running")
     admitted = await workload_of(kube, "low")
     assert admitted is not None
+    running = kube.api.sanitize_for_serialization(await kube.core.read_namespaced_pod("low", NS))
 
     await kube.core.create_namespaced_pod(NS, gpu_pod("urgent", priority_class="high"))
 
+    last = await last_state(kube, running)
+    assert {"PodScheduled", "Ready"} <= {c["type"] for c in last["status"]["conditions"]}
+    stopped = condition(last, "TerminationTarget")
+    assert (stopped["status"], stopped["reason"]) == ("True", "WorkloadEvictedDueToPreempted")
+    assert stopped["message"].startswith("Preempted to accommodate a workload (UID: ")
     evicted = await last_state(kube, admitted)
     assert condition(evicted, "Evicted")["reason"] == "Preempted"
     assert condition(evicted, "Preempted")["reason"] == "InClusterQueue"
