@@ -13,6 +13,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kubesim.controllers.deployments import DeploymentController
+from kubesim.controllers.disruption import DisruptionController
 from kubesim.controllers.gpu_operator import register_nodes
 from kubesim.controllers.jobs import JobController
 from kubesim.controllers.kubelet import Kubelet
@@ -23,6 +25,7 @@ from kubesim.controllers.kueue_pods import KueuePodReconciler
 from kubesim.controllers.kueue_pods_ready import PodsReadyController, WaitForPodsReady
 from kubesim.controllers.kueue_status import QueueStatus
 from kubesim.controllers.quota import QuotaBook
+from kubesim.controllers.replicasets import ReplicaSetController
 from kubesim.controllers.runtime import K, Requeue, WorkQueue, run_worker, watch_forever
 from kubesim.controllers.scheduler import Scheduler
 from kubesim.controllers.ttl import TtlController
@@ -60,6 +63,9 @@ class Controllers:
         self.ttl = TtlController(store, clock)
         self.scheduler = Scheduler(store, clock)
         self.kubelet = Kubelet(store, clock)
+        self.deployments = DeploymentController(store, clock)
+        self.replicasets = ReplicaSetController(store, clock)
+        self.disruption = DisruptionController(store, clock)
         self.quota = QuotaBook()
         self.kueue_jobs = KueueJobReconciler(store, clock)
         self.kueue_pods = KueuePodReconciler(store, clock)
@@ -121,6 +127,20 @@ class Controllers:
         )
         self._watch("", "nodes", self.scheduler.on_node_event)
         self._watch(
+            "apps",
+            "deployments",
+            self.deployments.on_deployment_event,
+            self.disruption.on_namespace_object_event,
+        )
+        self._watch(
+            "apps",
+            "replicasets",
+            self.replicasets.on_replicaset_event,
+            self.deployments.on_replicaset_event,
+            self.disruption.on_namespace_object_event,
+        )
+        self._watch("policy", "poddisruptionbudgets", self.disruption.on_budget_event)
+        self._watch(
             "",
             "pods",
             self.scheduler.on_pod_event,
@@ -128,6 +148,9 @@ class Controllers:
             self.jobs.on_pod_event,
             self.kueue_pods.on_pod_event,
             self.pods_ready.on_pod_event,
+            self.replicasets.on_pod_event,
+            self.deployments.on_pod_event,
+            self.disruption.on_namespace_object_event,
         )
         self._run("kueue-scheduler", self.kueue.queue, self.kueue.reconcile)
         self._run("kueue-queue-status", self.queue_status.queue, self.queue_status.reconcile)
@@ -138,6 +161,9 @@ class Controllers:
         self._run("ttl-after-finished", self.ttl.queue, self.ttl.reconcile)
         self._run("scheduler", self.scheduler.queue, self.scheduler.reconcile)
         self._run("kubelet", self.kubelet.queue, self.kubelet.reconcile)
+        self._run("deployment-controller", self.deployments.queue, self.deployments.reconcile)
+        self._run("replicaset-controller", self.replicasets.queue, self.replicasets.reconcile)
+        self._run("disruption-controller", self.disruption.queue, self.disruption.reconcile)
 
     def _run(self, name: str, queue: WorkQueue[K], reconcile: Callable[[K], Requeue]) -> None:
         self._spawn(name, run_worker(queue, reconcile, name=name))

@@ -28,17 +28,15 @@ init containers, resource enforcement, node heartbeats.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import zlib
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from kubesim.controllers import conditions
+from kubesim.controllers import podstatus
 from kubesim.controllers.indexes import pod_index
-from kubesim.controllers.podspec import container_env, qos_class
+from kubesim.controllers.podspec import container_env
+from kubesim.controllers.restarts import LongRunning
 from kubesim.controllers.runtime import Requeue, WorkQueue
 
 if TYPE_CHECKING:
@@ -145,22 +143,6 @@ def _float(value: str, default: float) -> float:
         return default
 
 
-def _parse_time(value: str | None) -> float | None:
-    if not value:
-        return None
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
-
-
-def _image_id(image: str) -> str:
-    digest = hashlib.sha256(image.encode()).hexdigest()
-    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    return f"{repo}@sha256:{digest}"
-
-
-def _container_id(uid: str, name: str) -> str:
-    return "containerd://" + hashlib.sha256(f"{uid}/{name}".encode()).hexdigest()
-
-
 class Kubelet:
     """One kubelet loop for all simulated nodes (they share no state a real node would)."""
 
@@ -171,12 +153,14 @@ class Kubelet:
         self.queue: WorkQueue[Key] = WorkQueue(clock)
         # pod uid -> simulated time its containers started (or its image pull first failed)
         self._started: dict[str, float] = {}
+        self.long_running = LongRunning(clock, self._write_status, self._log_so_far)
 
     def on_pod_event(self, event: WatchEvent) -> None:
         pod = event.object
         meta = pod["metadata"]
         if event.type == "DELETED":
             self._started.pop(meta.get("uid", ""), None)
+            self.long_running.forget(meta.get("uid", ""))
             return
         if (pod.get("spec") or {}).get("nodeName"):
             self.queue.add((meta["namespace"], meta["name"]))
@@ -189,6 +173,7 @@ class Kubelet:
         phase = status.get("phase", "Pending")
         if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
             self._started.pop(pod["metadata"]["uid"], None)
+            self.long_running.forget(pod["metadata"]["uid"])
             return None
         plan = RunPlan.of(spec, pod_index(pod))
         now = self._clock.now()
@@ -202,13 +187,16 @@ class Kubelet:
             pulling = self._pulling(pod, plan)
             if pulling is not None:
                 return None if math.isinf(pulling) else pulling  # inf: never, nothing to time
+        if spec.get("restartPolicy") == "Always":
+            return self.long_running.reconcile(pod)
+        if phase != "Running":
             self._start(pod, plan)
             next_line = plan.next_line_in(0.0)
             return plan.seconds if next_line is None else min(plan.seconds, next_line)
         uid = pod["metadata"]["uid"]
         started = self._started.get(uid)
         if started is None:  # e.g. the controllers restarted: fall back to the recorded time
-            started = _parse_time(_first_started_at(status)) or now
+            started = podstatus.parse_time(podstatus.first_started_at(status)) or now
             self._started[uid] = started
         self._print(pod, plan, now - started)
         remaining = started + plan.seconds - now
@@ -217,6 +205,12 @@ class Kubelet:
             return remaining if next_line is None else min(remaining, max(next_line, 0.001))
         self._finish(pod, plan, killed=False)
         return None
+
+    def _log_so_far(self, pod: Obj, running_for: float) -> Requeue:
+        """Print what a long-running container has printed by now; seconds to the next line."""
+        plan = RunPlan.of(pod["spec"], pod_index(pod))
+        self._print(pod, plan, running_for)
+        return plan.next_line_in(running_for)
 
     def _print(self, pod: Obj, plan: RunPlan, running_for: float) -> None:
         """The log lines the container has printed by now (a rewrite only when one is new)."""
@@ -240,58 +234,18 @@ class Kubelet:
         )
         self._store.wake_log_followers(*key)  # a follower ends when the container does
 
-    def _base_status(self, pod: Obj) -> Obj:
-        index = zlib.crc32(pod["metadata"]["uid"].encode()) % 250 + 2
-        node = pod["spec"]["nodeName"]
-        host = f"10.0.0.{10 + int(node.rsplit('-', 1)[-1])}" if node[-1].isdigit() else "10.0.0.2"
-        return {
-            "hostIP": host,
-            "hostIPs": [{"ip": host}],
-            "podIP": f"10.244.0.{index}",
-            "podIPs": [{"ip": f"10.244.0.{index}"}],
-            "qosClass": qos_class(pod["spec"]),
-        }
-
-    def _pod_conditions(self, pod: Obj, ready: bool, now: str, reason: str = "") -> list[Obj]:
-        out = list((pod.get("status") or {}).get("conditions") or [])
-        for type_ in ("PodReadyToStartContainers", "Initialized"):
-            conditions.set_condition(out, type_, True, "", "", now)
-        for type_ in ("ContainersReady", "Ready"):
-            conditions.set_condition(out, type_, ready, reason, "", now)
-        for condition in out:
-            if not condition.get("reason"):
-                condition.pop("reason", None)
-            if not condition.get("message"):
-                condition.pop("message", None)
-        return out
-
-    def _container_status(self, pod: Obj, container: Obj, state: Obj, ready: bool) -> Obj:
-        image = str(container.get("image", ""))
-        out: Obj = {
-            "name": container["name"],
-            "image": image,
-            "imageID": "" if "waiting" in state else _image_id(image),
-            "ready": ready,
-            "restartCount": 0,
-            "started": "running" in state,
-            "state": state,
-        }
-        if "waiting" not in state:
-            out["containerID"] = _container_id(pod["metadata"]["uid"], container["name"])
-        return out
-
     def _start(self, pod: Obj, plan: RunPlan) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
         self._started[pod["metadata"]["uid"]] = self._clock.now()
         now = self._clock.now_rfc3339()
         state = {"running": {"startedAt": now}}
-        status = self._base_status(pod)
+        status = podstatus.base_status(pod)
         status.update(
             phase="Running",
             startTime=now,
-            conditions=self._pod_conditions(pod, True, now),
+            conditions=podstatus.pod_conditions(pod, True, now),
             containerStatuses=[
-                self._container_status(pod, c, state, True)
+                podstatus.container_status(pod, c, state, True)
                 for c in pod["spec"].get("containers") or []
             ],
         )
@@ -301,7 +255,7 @@ class Kubelet:
     def _finish(self, pod: Obj, plan: RunPlan, *, killed: bool) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
         now = self._clock.now_rfc3339()
-        started = _first_started_at(pod.get("status") or {}) or now
+        started = podstatus.first_started_at(pod.get("status") or {}) or now
         if killed:
             reason, code = "Error", 143
         elif plan.oom:
@@ -316,12 +270,12 @@ class Kubelet:
                 "reason": reason,
                 "startedAt": started,
                 "finishedAt": now,
-                "containerID": _container_id(pod["metadata"]["uid"], ""),
+                "containerID": podstatus.container_id(pod["metadata"]["uid"], ""),
             }
         }
         statuses = []
         for container in pod["spec"].get("containers") or []:
-            entry = self._container_status(pod, container, state, False)
+            entry = podstatus.container_status(pod, container, state, False)
             entry["state"]["terminated"]["containerID"] = entry["containerID"]
             statuses.append(entry)
         phase = "Succeeded" if code == 0 else "Failed"
@@ -329,7 +283,7 @@ class Kubelet:
             key,
             {
                 "phase": phase,
-                "conditions": self._pod_conditions(pod, False, now, "PodCompleted"),
+                "conditions": podstatus.pod_conditions(pod, False, now, "PodCompleted"),
                 "containerStatuses": statuses,
             },
         )
@@ -345,16 +299,16 @@ class Kubelet:
         left = began + plan.pull_seconds - self._clock.now()
         if left <= 0:
             return None
-        if _waiting_reason(pod.get("status") or {}) != "ContainerCreating":
+        if podstatus.waiting_reason(pod.get("status") or {}) != "ContainerCreating":
             now = self._clock.now_rfc3339()
-            status = self._base_status(pod)
+            status = podstatus.base_status(pod)
             waiting = {"waiting": {"reason": "ContainerCreating"}}
             status.update(
                 phase="Pending",
                 startTime=now,
-                conditions=self._pod_conditions(pod, False, now, "ContainersNotReady"),
+                conditions=podstatus.pod_conditions(pod, False, now, "ContainersNotReady"),
                 containerStatuses=[
-                    self._container_status(pod, c, waiting, False)
+                    podstatus.container_status(pod, c, waiting, False)
                     for c in pod["spec"].get("containers") or []
                 ],
             )
@@ -365,7 +319,7 @@ class Kubelet:
     def _pull_failure(self, pod: Obj, image: str) -> Requeue:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
         now = self._clock.now_rfc3339()
-        previous = _waiting_reason(pod.get("status") or {})
+        previous = podstatus.waiting_reason(pod.get("status") or {})
         if previous == "ImagePullBackOff":
             return None
         uid = pod["metadata"]["uid"]
@@ -394,13 +348,13 @@ class Kubelet:
             }
             after = PULL_BACKOFF_AFTER
             self._started[uid] = self._clock.now()
-        status = self._base_status(pod)
+        status = podstatus.base_status(pod)
         status.update(
             phase="Pending",
             startTime=(pod.get("status") or {}).get("startTime") or now,
-            conditions=self._pod_conditions(pod, False, now, "ContainersNotReady"),
+            conditions=podstatus.pod_conditions(pod, False, now, "ContainersNotReady"),
             containerStatuses=[
-                self._container_status(
+                podstatus.container_status(
                     pod,
                     c,
                     state
@@ -413,25 +367,6 @@ class Kubelet:
         )
         for condition in status["conditions"]:
             if condition["type"] in ("ContainersReady", "Ready"):
-                names = [c["name"] for c in pod["spec"].get("containers") or []]
-                condition["message"] = f"containers with unready status: [{' '.join(names)}]"
+                condition["message"] = podstatus.unready_message(pod)
         self._write_status(key, status)
         return after
-
-
-def _first_started_at(status: Obj) -> str | None:
-    for entry in status.get("containerStatuses") or []:
-        state = entry.get("state") or {}
-        for phase in ("running", "terminated"):
-            started = (state.get(phase) or {}).get("startedAt")
-            if started:
-                return str(started)
-    return None
-
-
-def _waiting_reason(status: Obj) -> str | None:
-    for entry in status.get("containerStatuses") or []:
-        reason = ((entry.get("state") or {}).get("waiting") or {}).get("reason")
-        if reason:
-            return str(reason)
-    return None
