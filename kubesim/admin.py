@@ -5,6 +5,12 @@
 - `POST /_sim/time {"advance_seconds": N}` → advances the simulated clock; `GET` reads it.
 - `GET /_sim/history/jobs` → every change ever committed to a Job, in order (see
   `Store.job_history`): what tests count Job creations and re-suspensions from.
+- `POST /_sim/autoscale {"namespace": "default", "name": <autoscaler>, "replicas": N}` → what
+  the HorizontalPodAutoscaler controller does once it has decided on N (see
+  `kubesim.controllers.autoscaler`): N held within the autoscaler's bounds, the scale target's
+  `spec.replicas` written through its `scale` subresource as `kube-controller-manager`, and the
+  autoscaler's status; answers `{"scale", "status"}`. 404 when the autoscaler or its target is
+  missing, 400 for a bad body.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import msgspec
 from aiohttp import web
 
 from kubesim.app_state import STATE
+from kubesim.controllers.autoscaler import autoscale
 from kubesim.faults import Faults
 from kubesim.model import StoreError, error_status
 
@@ -108,6 +115,22 @@ async def get_job_history(request: web.Request) -> web.Response:
     return _json({"items": request.app[STATE].store.job_history})
 
 
+async def post_autoscale(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    try:
+        body = await _read(request)
+        name, replicas = body.get("name"), body.get("replicas")
+        namespace = body.get("namespace", "default")
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            raise StoreError(400, "BadRequest", "name and namespace must be strings")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise StoreError(400, "BadRequest", "replicas must be a whole number, at least 0")
+        answer = autoscale(state.store, state.clock, namespace, name, replicas)
+    except StoreError as err:
+        return _json(error_status(err), err.code)
+    return _json(answer)
+
+
 def admin_routes() -> list[web.RouteDef]:
     return [
         web.post("/_sim/faults", post_faults),
@@ -118,4 +141,5 @@ def admin_routes() -> list[web.RouteDef]:
         web.post("/_sim/time", post_time),
         web.get("/_sim/time", get_time),
         web.get("/_sim/history/jobs", get_job_history),
+        web.post("/_sim/autoscale", post_autoscale),
     ]
