@@ -13,10 +13,12 @@ import pytest
 from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kubesim.builders import job, pod
+from kubesim import Cluster
+from tests.kubesim.builders import job, pod, raw
 from tests.kubesim.scenarios import H100, KUEUE, NS, V1BETA2, Kube, gpu_job
 from tests.support.waiting import wait_until
 
+VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 GATES = ["kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"]
 INSUFFICIENT = (
     "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "
@@ -107,6 +109,18 @@ async def last_state(kube: Kube, obj: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"no DELETED event for {meta['name']}")
 
 
+async def counts(kube: Kube, queue: str, admitted: int, pending: int) -> bool:
+    """Whether the ClusterQueue `gpu-cq` or the LocalQueue `team-a` shows these counts."""
+    if queue == "gpu-cq":
+        found = await kube.cluster_queue(queue)
+    else:
+        found = await kube.custom.get_namespaced_custom_object(
+            KUEUE, V1BETA2, NS, "localqueues", queue
+        )
+    status = found.get("status") or {}
+    return (status.get("admittedWorkloads"), status.get("pendingWorkloads")) == (admitted, pending)
+
+
 async def gone(kube: Kube, name: str) -> bool:
     try:
         await kube.core.read_namespaced_pod(name, NS)
@@ -161,8 +175,9 @@ async def test_a_queued_pod_is_gated_and_gets_its_own_workload_named_and_owned_l
 
 
 async def test_with_quota_for_two_pods_of_three_two_run_and_the_third_waits_until_one_is_deleted(
-    kube: Kube,
+    kube: Kube, kube_cluster_with_controllers: Cluster
 ) -> None:
+    cluster = kube_cluster_with_controllers
     await kube.kueue_setup(gpus=16)
     for name in ("serve-0", "serve-1"):
         await kube.core.create_namespaced_pod(NS, gpu_pod(name))
@@ -186,8 +201,17 @@ async def test_with_quota_for_two_pods_of_three_two_run_and_the_third_waits_unti
     admitted = await workload_of(kube, "serve-0")
     assert admitted is not None
     assert running.metadata.annotations["kueue.x-k8s.io/workload"] == admitted["metadata"]["name"]
-    cq = await kube.cluster_queue()
-    assert (cq["status"]["admittedWorkloads"], cq["status"]["pendingWorkloads"]) == (2, 1)
+    await wait_until(lambda: counts(kube, "gpu-cq", 2, 1), message="the ClusterQueue's counts")
+    await wait_until(lambda: counts(kube, "team-a", 2, 1), message="the LocalQueue's counts")
+    status, summary, _ = await raw(
+        "GET", f"{cluster.url}{VISIBILITY}/clusterqueues/gpu-cq/pendingworkloads"
+    )
+    assert status == 200, summary
+    [listed] = summary["items"]
+    assert listed["metadata"]["name"] == waiting["metadata"]["name"]
+    assert listed["metadata"]["ownerReferences"][0]["kind"] == "Pod"
+    assert listed["metadata"]["ownerReferences"][0]["name"] == "serve-2"
+    assert (listed["positionInClusterQueue"], listed["localQueueName"]) == (0, "team-a")
 
     await kube.core.delete_namespaced_pod("serve-0", NS)
 
@@ -224,8 +248,7 @@ async def test_a_pod_that_succeeds_finishes_its_workload_and_lets_go_of_both_fin
         )
 
     await wait_until(released, message="both finalizers removed")
-    cq = await kube.cluster_queue()
-    assert cq["status"]["admittedWorkloads"] == 0
+    await wait_until(lambda: counts(kube, "gpu-cq", 0, 0), message="the quota released")
 
 
 async def test_a_pod_without_a_queue_name_runs_without_a_workload(kube: Kube) -> None:
@@ -374,8 +397,7 @@ async def test_deleting_a_pods_workload_by_hand_stops_the_pod(kube: Kube) -> Non
 
     await wait_until(lambda: gone(kube, "serve"), message="the pod stopped and gone")
     assert await workload_of(kube, "serve") is None
-    cq = await kube.cluster_queue()
-    assert cq["status"]["admittedWorkloads"] == 0
+    await wait_until(lambda: counts(kube, "gpu-cq", 0, 0), message="the quota released")
 
 
 async def test_an_admitted_pod_is_ready_once_it_runs(kube: Kube) -> None:
