@@ -25,6 +25,8 @@ P = "/api/v1/projects/research"
 BINDING = {"resource_name": "nvidia.com/gpu", "flavor": "a100", "node_labels": {}}
 POOL_BODY = {"name": "second-pool", "accelerator_class": CLASS, "quota": QUOTA}
 
+SERVICE_BODY = {"name": "chat", "compute_pool": POOL, "image": "ghcr.io/acme/serve:2.1"}
+
 Call = tuple[str, str, Any]
 NO_BINDING = "00000000-0000-0000-0000-000000000001"
 
@@ -54,6 +56,13 @@ def project_calls(token_id: str) -> list[Call]:
         ("GET", f"{P}/workloads/train-7b/manifest", None),
         ("GET", f"{P}/workloads/train-7b/logs", None),
         ("GET", f"{P}/workloads/train-7b/watch", None),
+        ("POST", f"{P}/services", SERVICE_BODY | {"name": "new-svc"}),
+        ("GET", f"{P}/services", None),
+        ("GET", f"{P}/services/chat", None),
+        ("PUT", f"{P}/services/chat", SERVICE_BODY),
+        ("PATCH", f"{P}/services/chat", {"replicas": 2}),
+        ("DELETE", f"{P}/services/chat", None),
+        ("GET", f"{P}/services/chat/events", None),
     ]
 
 
@@ -86,6 +95,10 @@ WRITE_ROLE = {
     ("POST", f"{P}/workloads"): "editor",
     ("PUT", f"{P}/workloads/"): "editor",
     ("DELETE", f"{P}/workloads/"): "editor",
+    ("POST", f"{P}/services"): "editor",
+    ("PUT", f"{P}/services/"): "editor",
+    ("PATCH", f"{P}/services/"): "editor",
+    ("DELETE", f"{P}/services/"): "editor",
 }
 
 
@@ -108,6 +121,8 @@ async def _world(api: Scenario) -> dict[str, str]:
     """Projects `research` (pool, workload) and `other`; tokens of each role; returns them."""
     await api.setup_pool(wait=False)
     response = await api.client.post(f"{P}/workloads", json=example_workload())
+    assert response.status_code == 202, response.text
+    response = await api.client.post(f"{P}/services", json=SERVICE_BODY)
     assert response.status_code == 202, response.text
     await api.create_project("other")
     tokens = {
@@ -240,6 +255,7 @@ _PARAMETER_AFTER = {
     "tokens": "{token_id}",
     "compute-pools": "{pool}",
     "workloads": "{name}",
+    "services": "{name}",
     "accelerator-bindings": "{accelerator_class}",
     "role-bindings": "{binding_id}",
 }
