@@ -39,8 +39,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kubesim.controllers import rollout
+from kubesim.controllers.deployment_status import (
+    calculate,
+    complete,
+    has_deadline,
+    rollout_status,
+    stuck_requeue,
+)
 from kubesim.controllers.podspec import controller_name, controller_uid
-from kubesim.controllers.podstatus import parse_time
 from kubesim.controllers.rollout import spec_replicas, status_count
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.controllers.status import Conditions, write_status
@@ -55,7 +61,6 @@ Obj = dict[str, Any]
 Key = tuple[str, str]
 MANAGER = "kube-controller-manager"
 MERGE = "application/merge-patch+json"
-NO_DEADLINE = 2147483647
 
 
 def _active(rss: list[Obj]) -> list[Obj]:
@@ -111,11 +116,8 @@ class DeploymentController:
             return self._recreate(d, rss)
         return self._rolling(d, rss)
 
-    def _has_deadline(self, d: Obj) -> bool:
-        return d["spec"].get("progressDeadlineSeconds") not in (None, NO_DEADLINE)
-
     def _paused_condition(self, d: Obj) -> None:
-        if not self._has_deadline(d):
+        if not has_deadline(d):
             return
         conds = Conditions(d, self._clock.now_rfc3339())
         reason = (conds.find("Progressing") or {}).get("reason")
@@ -148,7 +150,7 @@ class DeploymentController:
         self._scale(d, new, old)
         if d["spec"].get("paused"):
             self._cleanup(d, old)
-        status = self._calculate(d, [*old, *([new] if new else [])], new)
+        status = calculate(d, [*old, *([new] if new else [])], new, self._clock.now_rfc3339())
         if status != (d.get("status") or {}):
             self._write_deployment(d, status)
         return None
@@ -205,10 +207,10 @@ class DeploymentController:
             return 0.0  # a hash collision: try again with the new collisionCount
         everything = [*old, new]
         if self._grow_new(d, everything, new) or self._shrink_old(d, everything, old, new):
-            return self._rollout_status(d, everything, new)
-        if self._complete(d, d.get("status") or {}):
+            return self._rollout(d, everything, new)
+        if complete(d, d.get("status") or {}):
             self._cleanup(d, old)
-        return self._rollout_status(d, everything, new)
+        return self._rollout(d, everything, new)
 
     def _grow_new(self, d: Obj, everything: list[Obj], new: Obj) -> bool:
         desired = spec_replicas(d)
@@ -239,15 +241,15 @@ class DeploymentController:
         new, old = self._new_and_old(d, rss, create=False)
         scaled = [self._scale_rs(d, rs, 0) for rs in _active(old)]
         if any(scaled) or self._old_pods_running(d, new, old):
-            return self._rollout_status(d, [*old, *([new] if new else [])], new)
+            return self._rollout(d, [*old, *([new] if new else [])], new)
         if new is None:
             new, old = self._new_and_old(d, rss, create=True)
             if new is None:
                 return 0.0
         self._scale_rs(d, new, spec_replicas(d))
-        if self._complete(d, d.get("status") or {}):
+        if complete(d, d.get("status") or {}):
             self._cleanup(d, old)
-        return self._rollout_status(d, [*old, new], new)
+        return self._rollout(d, [*old, new], new)
 
     def _old_pods_running(self, d: Obj, new: Obj | None, old: list[Obj]) -> bool:
         if sum(status_count(rs, "replicas") for rs in old):
@@ -300,7 +302,7 @@ class DeploymentController:
 
     def _sync_new(self, d: Obj, rs: Obj, revision: str) -> None:
         updated = clone(rs)
-        changed = _set_new_annotations(d, updated, revision, exists=True)
+        changed = rollout.set_new_annotations(d, updated, revision, exists=True)
         min_ready = d["spec"].get("minReadySeconds", 0)
         if changed or updated["spec"].get("minReadySeconds", 0) != min_ready:
             patch = {
@@ -318,8 +320,10 @@ class DeploymentController:
             rs.clear()
             rs.update(written)
         conds = Conditions(d, self._clock.now_rfc3339())
-        revised = _set_revision(d, (rs["metadata"].get("annotations") or {}).get(rollout.REVISION))
-        if self._has_deadline(d) and conds.find("Progressing") is None:
+        revised = rollout.set_revision(
+            d, (rs["metadata"].get("annotations") or {}).get(rollout.REVISION)
+        )
+        if has_deadline(d) and conds.find("Progressing") is None:
             message = f'Found new replica set "{rs["metadata"]["name"]}"'
             conds.set("Progressing", "True", "FoundNewReplicaSet", message)
             revised = True
@@ -330,7 +334,7 @@ class DeploymentController:
         meta = d["metadata"]
         status = d.get("status") or {}
         template = clone(d["spec"]["template"])
-        digest = rollout.template_hash(template, status.get("collisionCount"))
+        digest = rollout.template_hash(rollout.without_hash(template), status.get("collisionCount"))
         labels = {**(template.get("metadata") or {}).get("labels", {}), rollout.HASH_LABEL: digest}
         template.setdefault("metadata", {})["labels"] = labels
         selector = clone(d["spec"]["selector"])
@@ -355,7 +359,7 @@ class DeploymentController:
             },
         }
         rs["spec"]["replicas"] = rollout.new_rs_replicas(d, [*old, rs], rs)
-        _set_new_annotations(d, rs, revision, exists=False)
+        rollout.set_new_annotations(d, rs, revision, exists=False)
         try:
             created = self._store.create(self.replicasets, rs, manager=MANAGER)
         except StoreError as exc:
@@ -368,116 +372,20 @@ class DeploymentController:
             self._write_deployment(d, {**status, "collisionCount": collisions})
             return None
         conds = Conditions(d, self._clock.now_rfc3339())
-        _set_revision(d, revision)
-        if self._has_deadline(d):
+        rollout.set_revision(d, revision)
+        if has_deadline(d):
             message = f'Created new replica set "{created["metadata"]["name"]}"'
             conds.set("Progressing", "True", "NewReplicaSetCreated", message)
         self._write_deployment(d, {**status, "conditions": conds.items})
         return created
 
-    # -- status --------------------------------------------------------------------------
-    def _calculate(self, d: Obj, everything: list[Obj], new: Obj | None) -> Obj:
-        """`calculateStatus`: the counts over the ReplicaSets and the Available condition."""
-        available = sum(status_count(rs, "availableReplicas") for rs in everything)
-        total = sum(spec_replicas(rs) for rs in everything)
-        before = d.get("status") or {}
-        counts = {
-            "observedGeneration": d["metadata"].get("generation", 1),
-            "replicas": sum(status_count(rs, "replicas") for rs in everything),
-            "updatedReplicas": status_count(new, "replicas"),
-            "readyReplicas": sum(status_count(rs, "readyReplicas") for rs in everything),
-            "availableReplicas": available,
-            "unavailableReplicas": max(total - available, 0),
-            "collisionCount": before.get("collisionCount"),
-        }
-        status: Obj = {k: v for k, v in counts.items() if v}
-        conds = Conditions(d, self._clock.now_rfc3339())
-        if available >= spec_replicas(d) - rollout.max_unavailable(d):
-            message = "Deployment has minimum availability."
-            conds.set("Available", "True", "MinimumReplicasAvailable", message)
-        else:
-            message = "Deployment does not have minimum availability."
-            conds.set("Available", "False", "MinimumReplicasUnavailable", message)
-        status["conditions"] = conds.items
-        return status
-
-    def _complete(self, d: Obj, status: Obj) -> bool:
-        desired = spec_replicas(d)
-        return (
-            int(status.get("updatedReplicas") or 0) == desired
-            and int(status.get("replicas") or 0) == desired
-            and int(status.get("availableReplicas") or 0) == desired
-            and int(status.get("observedGeneration") or 0) >= d["metadata"].get("generation", 1)
-        )
-
-    def _rollout_status(self, d: Obj, everything: list[Obj], new: Obj | None) -> Requeue:
-        """`syncRolloutStatus`: the status with the Progressing condition, and when to look
-        again for the progress deadline."""
-        status = self._calculate(d, everything, new)
-        before = d.get("status") or {}
-        current = Conditions(d, "").find("Progressing")
-        done = (
-            int(status.get("replicas") or 0) == int(status.get("updatedReplicas") or 0)
-            and current is not None
-            and current.get("reason") == "NewReplicaSetAvailable"
-        )
-        conds = Conditions({"status": status}, self._clock.now_rfc3339())
-        subject = (
-            f'ReplicaSet "{new["metadata"]["name"]}"'
-            if new
-            else f'Deployment "{d["metadata"]["name"]}"'
-        )
-        if self._has_deadline(d) and not done:
-            if self._complete(d, status):
-                message = f"{subject} has successfully progressed."
-                conds.set("Progressing", "True", "NewReplicaSetAvailable", message)
-            elif _progressing(before, status):
-                message = f"{subject} is progressing."
-                conds.replace("Progressing", "True", "ReplicaSetUpdated", message)
-            elif self._timed_out(d, conds):
-                message = f"{subject} has timed out progressing."
-                conds.set("Progressing", "False", "ProgressDeadlineExceeded", message)
-        status["conditions"] = conds.items
-        if status != before:
+    def _rollout(self, d: Obj, everything: list[Obj], new: Obj | None) -> Requeue:
+        """Write the rollout's status; when to look again for the progress deadline."""
+        now = self._clock.now()
+        status = rollout_status(d, everything, new, now, self._clock.now_rfc3339())
+        if status != (d.get("status") or {}):
             self._write_deployment(d, status)
-        return self._stuck_requeue(d, status)
-
-    def _timed_out(self, d: Obj, conds: Conditions) -> bool:
-        found = conds.find("Progressing")
-        if found is None or found.get("reason") == "NewReplicaSetAvailable":
-            return False
-        if found.get("reason") == "ProgressDeadlineExceeded":
-            return True
-        return self._deadline_in(d, found) < 0
-
-    def _deadline_in(self, d: Obj, condition: Obj) -> float:
-        updated = parse_time(condition.get("lastUpdateTime")) or self._clock.now()
-        return updated + int(d["spec"]["progressDeadlineSeconds"]) - self._clock.now()
-
-    def _stuck_requeue(self, d: Obj, status: Obj) -> Requeue:
-        """`requeueStuckDeployment`: look again a second after the deadline would pass."""
-        found = Conditions({"status": status}, "").find("Progressing")
-        if not self._has_deadline(d) or found is None or self._complete(d, status):
-            return None
-        if found.get("reason") in ("ProgressDeadlineExceeded", "NewReplicaSetAvailable"):
-            return None
-        return max(self._deadline_in(d, found), 0.0) + 1.0
-
-
-def _progressing(before: Obj, after: Obj) -> bool:
-    """`DeploymentProgressing`: more updated, ready or available pods, or fewer old ones."""
-
-    def count(status: Obj, field: str) -> int:
-        return int(status.get(field) or 0)
-
-    old_before = count(before, "replicas") - count(before, "updatedReplicas")
-    old_after = count(after, "replicas") - count(after, "updatedReplicas")
-    return (
-        count(after, "updatedReplicas") > count(before, "updatedReplicas")
-        or old_after < old_before
-        or count(after, "readyReplicas") > count(before, "readyReplicas")
-        or count(after, "availableReplicas") > count(before, "availableReplicas")
-    )
+        return stuck_requeue(d, status, now)
 
 
 def _owner(d: Obj) -> Obj:
@@ -489,37 +397,3 @@ def _owner(d: Obj) -> Obj:
         "controller": True,
         "blockOwnerDeletion": True,
     }
-
-
-def _set_revision(d: Obj, revision: str | None) -> bool:
-    """`SetDeploymentRevision` (in memory; written with the status)."""
-    annotations = d["metadata"].setdefault("annotations", {})
-    if revision is None or annotations.get(rollout.REVISION) == revision:
-        return False
-    annotations[rollout.REVISION] = revision
-    return True
-
-
-def _set_new_annotations(d: Obj, rs: Obj, revision: str, *, exists: bool) -> bool:
-    """`SetNewReplicaSetAnnotations`: the Deployment's annotations copied, the revision raised
-    to `revision` (the previous one kept in `revision-history`), and on create the replicas
-    annotations. True when anything changed."""
-    annotations = rs["metadata"].setdefault("annotations", {})
-    changed = False
-    for key, value in (d["metadata"].get("annotations") or {}).items():
-        if key not in rollout.NOT_COPIED and annotations.get(key) != value:
-            annotations[key] = value
-            changed = True
-    previous = annotations.get(rollout.REVISION)
-    if int(previous or 0) < int(revision):
-        annotations[rollout.REVISION] = revision
-        changed = True
-        if previous is not None:
-            history = annotations.get(rollout.REVISION_HISTORY)
-            annotations[rollout.REVISION_HISTORY] = f"{history},{previous}" if history else previous
-    if not exists:
-        desired = spec_replicas(d)
-        annotations[rollout.DESIRED] = str(desired)
-        annotations[rollout.MAX_REPLICAS] = str(desired + rollout.max_surge(d))
-        changed = True
-    return changed

@@ -1,7 +1,8 @@
 """The kubelet of every simulated node: runs bound pods as their containers' env says.
 
-A bound pod goes Pending -> Running (each container `running.startedAt`, `ready`, pod `Ready`)
-and, after `KUBESIM_RUN_SECONDS` (default 2) of simulated time, to
+A bound pod of a Job (`restartPolicy` Never or OnFailure) goes Pending -> Running (each
+container `running.startedAt`, `ready`, pod `Ready`) and, after `KUBESIM_RUN_SECONDS` (default
+2) of simulated time, to
 
 - Succeeded: containers `terminated` reason `Completed`, exit 0;
 - Failed: reason `Error` with `KUBESIM_EXIT_CODE` when it is not 0, or reason `OOMKilled`
@@ -22,8 +23,13 @@ A pod deleted while running gets its containers "killed" (exit 143, reason `Erro
 Failed), as the kubelet reports a SIGTERM'd container; a pod removed from the store is simply
 forgotten.
 
-Not simulated: restarts (`restartPolicy: OnFailure`/`Always`, so no CrashLoopBackOff), probes,
-init containers, resource enforcement, node heartbeats.
+Pods with `restartPolicy: Always` (a Deployment's) never end by themselves: once pulled and
+started they are run by `restarts.py` (readiness after `KUBESIM_READY_AFTER_SECONDS`, OOM kills
+by the `kubesim.aicp.dev/oom-kills` annotation or `KUBESIM_OOM_AFTER_SECONDS`, restarts with
+CrashLoopBackOff).
+
+Not simulated: restarts under `restartPolicy: OnFailure` (it behaves like Never), probes, init
+containers, resource enforcement, node heartbeats.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The Deployment controller's arithmetic, after `pkg/controller/deployment/util` and
 `rolling.go`: surge and unavailability fenceposts, how far a new ReplicaSet may grow, how many
-old pods may go, proportional scaling, and the pod-template-hash. Pure functions over the
-objects as dicts; the controller (`deployments.py`) does the writes.
+old pods may go, proportional scaling, the pod-template-hash, and the revision and replicas
+annotations. Pure functions over the objects as dicts; the controller (`deployments.py`) does
+the writes.
 """
 
 from __future__ import annotations
@@ -169,15 +170,26 @@ def revision(rs: Obj) -> int:
         return 0
 
 
+def _semantic(value: Any) -> Any:
+    """`value` as apimachinery's semantic equality sees it: null, empty objects and empty
+    lists are the same as absent (kubectl sends `resources: {}` and `creationTimestamp: null`
+    where other clients send nothing)."""
+    if isinstance(value, dict):
+        pruned = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def without_hash(template: Obj) -> Obj:
-    """The template with the `pod-template-hash` label dropped (`EqualIgnoreHash`)."""
+    """The template with the `pod-template-hash` label dropped, for `EqualIgnoreHash`
+    (compared semantically)."""
     meta = dict(template.get("metadata") or {})
     labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != HASH_LABEL}
-    if labels:
-        meta["labels"] = labels
-    else:
-        meta.pop("labels", None)
-    return {**template, "metadata": meta}
+    meta["labels"] = labels
+    out: Obj = _semantic({**template, "metadata": meta})
+    return out
 
 
 def template_hash(template: Obj, collision_count: int | None) -> str:
@@ -191,3 +203,37 @@ def template_hash(template: Obj, collision_count: int | None) -> str:
     for byte in data.encode():
         value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
     return "".join(ALPHABET[ord(digit) % len(ALPHABET)] for digit in str(value))
+
+
+def set_revision(d: Obj, revision: str | None) -> bool:
+    """`SetDeploymentRevision` (in memory; written with the status)."""
+    annotations = d["metadata"].setdefault("annotations", {})
+    if revision is None or annotations.get(REVISION) == revision:
+        return False
+    annotations[REVISION] = revision
+    return True
+
+
+def set_new_annotations(d: Obj, rs: Obj, revision: str, *, exists: bool) -> bool:
+    """`SetNewReplicaSetAnnotations`: the Deployment's annotations copied, the revision raised
+    to `revision` (the previous one kept in `revision-history`), and on create the replicas
+    annotations. True when anything changed."""
+    annotations = rs["metadata"].setdefault("annotations", {})
+    changed = False
+    for key, value in (d["metadata"].get("annotations") or {}).items():
+        if key not in NOT_COPIED and annotations.get(key) != value:
+            annotations[key] = value
+            changed = True
+    previous = annotations.get(REVISION)
+    if int(previous or 0) < int(revision):
+        annotations[REVISION] = revision
+        changed = True
+        if previous is not None:
+            history = annotations.get(REVISION_HISTORY)
+            annotations[REVISION_HISTORY] = f"{history},{previous}" if history else previous
+    if not exists:
+        desired = spec_replicas(d)
+        annotations[DESIRED] = str(desired)
+        annotations[MAX_REPLICAS] = str(desired + max_surge(d))
+        changed = True
+    return changed

@@ -302,12 +302,24 @@ async def test_a_rollout_that_makes_no_progress_exceeds_its_deadline(serving, cl
 async def test_an_old_template_coming_back_is_the_next_revision(serving):
     await serving.apps.create_namespaced_deployment(NS, deployment("web", replicas=1, gpus=0))
     await serving.wait_ready("web", 1)
-    for image in ("v:2", "ghcr.io/acme/vllm:1.0"):
-        change = {
-            "spec": {"template": {"spec": {"containers": [{"name": "server", "image": image}]}}}
-        }
-        await serving.apps.patch_namespaced_deployment("web", NS, change)
-        await wait_until(lambda i=image: _rolled_out(serving, "web", i, 1), message=image)
+    [first] = await serving.replicasets("web")
+    change = {"spec": {"template": {"spec": {"containers": [{"name": "server", "image": "v:2"}]}}}}
+    await serving.apps.patch_namespaced_deployment("web", NS, change)
+    await wait_until(lambda: _rolled_out(serving, "web", "v:2", 1), message="v:2")
+
+    # `kubectl rollout undo`: the old ReplicaSet's template, as Go prints it (a null
+    # creationTimestamp, no empty lists), replaces the Deployment's.
+    template = serving.api.sanitize_for_serialization(first.spec.template)
+    del template["metadata"]["labels"]["pod-template-hash"]
+    template["metadata"]["creationTimestamp"] = None
+    del template["spec"]["containers"][0]["env"]
+    undo = [{"op": "replace", "path": "/spec/template", "value": template}]
+    await serving.apps.patch_namespaced_deployment(
+        "web", NS, undo, _content_type="application/json-patch+json"
+    )
+    await wait_until(
+        lambda: _rolled_out(serving, "web", "ghcr.io/acme/vllm:1.0", 1), message="undo"
+    )
 
     rss = {rs.spec.template.spec.containers[0].image: rs for rs in await serving.replicasets("web")}
     first = rss["ghcr.io/acme/vllm:1.0"].metadata.annotations
