@@ -4,7 +4,8 @@
 A service is a long-running Deployment of identical replicas behind a ClusterIP Service, each
 replica admitted by Kueue on its own against the compute pool's quota. Type and range rules
 live in the annotations; the rules msgspec cannot express (quantities, env keys, label keys,
-image references, the autoscaling bounds) are checked by `app.domain.service_validation`.
+image references, the autoscaling bounds) are checked by
+`app.domain.validation.check_service`.
 """
 
 from __future__ import annotations

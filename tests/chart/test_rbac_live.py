@@ -4,8 +4,8 @@ A full replica (`running_service`: API, reconcile engine, informers, steps, as `
 serve` wires them) runs against kubesim with its controllers. The test drives the golden path
 through aicp's HTTP API only, so every request kubesim counts is aicp's own: binding →
 project → pool → workload admitted by Kueue → Job and pod → success with evidence → logs →
-a two-node workload (its headless Service) → deletion of the workloads, the pool and the
-project, each until it answers 404.
+a two-node workload (its headless Service) → an autoscaled inference service until READY →
+deletion of the workloads, the service, the pool and the project, each until it answers 404.
 
 `AICP_RECORD_KUBE_CALLS=1` also writes what was observed to `observed_kube_calls.json`.
 """
@@ -31,6 +31,7 @@ PROJECT = "research"
 POOL = "h100-pool"
 WORKLOAD = f"/api/v1/projects/{PROJECT}/workloads/train"
 DDP_WORKLOAD = f"/api/v1/projects/{PROJECT}/workloads/ddp"
+SERVICE = f"/api/v1/projects/{PROJECT}/services/chat"
 POOL_PATH = f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}"
 
 
@@ -80,7 +81,19 @@ async def golden_path(client: httpx.AsyncClient) -> None:
     response = await client.post(f"/api/v1/projects/{PROJECT}/workloads", json=ddp)
     assert response.status_code == 202, response.text
     await wait_for(client, DDP_WORKLOAD, in_state("SUCCEEDED"), "SUCCEEDED")
-    for path in (WORKLOAD, DDP_WORKLOAD, POOL_PATH, f"/api/v1/projects/{PROJECT}"):
+    # An autoscaled inference service: its Deployment, Service, PodDisruptionBudget,
+    # NetworkPolicy and HorizontalPodAutoscaler, applied, read and deleted with it.
+    service = {
+        "name": "chat",
+        "compute_pool": POOL,
+        "image": "ghcr.io/acme/serve:2.1",
+        "accelerators": 1,
+        "autoscaling": {"max_replicas": 2},
+    }
+    response = await client.post(f"/api/v1/projects/{PROJECT}/services", json=service)
+    assert response.status_code == 202, response.text
+    await wait_for(client, SERVICE, in_state("READY"), "READY")
+    for path in (WORKLOAD, DDP_WORKLOAD, SERVICE, POOL_PATH, f"/api/v1/projects/{PROJECT}"):
         response = await client.delete(path)
         assert response.status_code == 202, response.text
         await wait_for(client, path, lambda r: r.status_code == 404, "deleted")
