@@ -6,7 +6,8 @@ CRD schemas are derived), so they are written out here from the rules themselves
 
 - every object's `metadata.labels`: qualified-name keys (optional DNS-subdomain prefix, name of
   at most 63 characters) and values of at most 63 characters (kube-apiserver `ValidateLabels`);
-- a Job's or Pod's container `resources.requests`/`limits` names: a standard resource (`cpu`,
+- a Pod's container `resources.requests`/`limits` names, and those of a Job's, Deployment's or
+  ReplicaSet's pod template: a standard resource (`cpu`,
   `memory`, `ephemeral-storage`, `hugepages-*`) or an extended resource name, fully qualified
   and outside `kubernetes.io` (`IsStandardContainerResourceName` / `IsExtendedResourceName`);
 - a Job's completion mode (Indexed needs `completions`), `backoffLimitPerIndex` (Indexed only,
@@ -141,10 +142,10 @@ def check(plural: str, obj: dict[str, Any]) -> list[Cause]:
         causes += _taints("spec.nodeTaints", spec.get("nodeTaints"))
     elif plural == "pods":
         causes += _containers(spec, "spec")
-    elif plural == "jobs":
+    elif plural in ("jobs", "deployments", "replicasets"):
         template = (spec.get("template") or {}).get("spec") or {}
         causes += _containers(template, "spec.template.spec")
-        if isinstance(template, dict):
+        if plural == "jobs" and isinstance(template, dict):
             causes += _job_modes(spec, template)
     return causes
 

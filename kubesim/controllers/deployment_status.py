@@ -1,6 +1,7 @@
 """A Deployment's status as its controller computes it (`sync.go`, `progress.go`): the counts
-over its ReplicaSets, `Available`, the `Progressing` condition with the progress deadline, and
-when to look again for that deadline. Pure functions; the controller writes the result."""
+over its ReplicaSets, `Available`, the `Progressing` condition with the progress deadline, a
+ReplicaSet's `ReplicaFailure` copied, and when to look again for the deadline. Pure functions;
+the controller writes the result."""
 
 from __future__ import annotations
 
@@ -110,8 +111,32 @@ def rollout_status(d: Obj, everything: list[Obj], new: Obj | None, now: float, n
         elif _timed_out(d, conds, now):
             message = f"{subject} has timed out progressing."
             conds.set("Progressing", "False", "ProgressDeadlineExceeded", message)
+    failure = _replica_failure(everything, new)
+    if failure is not None:
+        conds.put(failure)
+    else:
+        conds.remove("ReplicaFailure")
     status["conditions"] = conds.items
     return status
+
+
+def _replica_failure(everything: list[Obj], new: Obj | None) -> Obj | None:
+    """`getReplicaFailures`: the new ReplicaSet's `ReplicaFailure`, else an old one's, as a
+    Deployment condition (both times the ReplicaSet condition's transition)."""
+    found = Conditions(new, "").find("ReplicaFailure") if new is not None else None
+    for rs in everything:
+        found = found or Conditions(rs, "").find("ReplicaFailure")
+    if found is None:
+        return None
+    since = found.get("lastTransitionTime")
+    return {
+        "type": "ReplicaFailure",
+        "status": found.get("status"),
+        "lastUpdateTime": since,
+        "lastTransitionTime": since,
+        "reason": found.get("reason"),
+        "message": found.get("message"),
+    }
 
 
 def stuck_requeue(d: Obj, status: Obj, now: float) -> float | None:

@@ -15,11 +15,13 @@ to it):
 - **Status** (`/status`): `replicas` (active pods), `fullyLabeledReplicas` (active pods
   carrying all of the template's labels), `readyReplicas`, `availableReplicas` (ready for
   `minReadySeconds`; looked at again when the next one will be) and `observedGeneration`;
-  zeros are left out, as the API does.
+  zeros are left out, as the API does; `ReplicaFailure` True (reason `FailedCreate` or
+  `FailedDelete`, the apiserver's refusal as message) while pods cannot be created or deleted,
+  tried again every 10 simulated seconds, and gone once they can.
 
 A pod with `schedulingGates` is Pending and not ready like any other. Not simulated: adoption
 of orphaned pods that match the selector, release of pods that stop matching it, slow-start
-batches and expectations (reads are never stale here), the `ReplicaFailure` condition.
+batches and expectations (reads are never stale here).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ Key = tuple[str, str]
 MANAGER = "kube-controller-manager"
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
+RETRY_AFTER = 10.0  # simulated seconds before a refused create or delete is tried again
 
 
 def _ready_since(pod: Obj) -> float | None:
@@ -90,6 +93,28 @@ def deletion_order(pods: list[Obj]) -> list[Obj]:
     return sorted(pods, key=rank)
 
 
+def _failure(rs: Obj, active: list[Obj], refused: StoreError | None, now: str) -> list[Obj]:
+    """The conditions with `ReplicaFailure` as `calculateStatus` keeps it: set (reason
+    `FailedCreate` or `FailedDelete`, the refusal's message) when pods could not be made or
+    removed and it is not there yet, dropped once they could."""
+    conds = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
+    failing = conditions.find(conds, "ReplicaFailure")
+    if refused is not None and failing is None:
+        short = len(active) < int(rs["spec"].get("replicas") or 0)
+        conds.append(
+            {
+                "type": "ReplicaFailure",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "FailedCreate" if short else "FailedDelete",
+                "message": refused.message,
+            }
+        )
+    elif refused is None and failing is not None:
+        conds = [c for c in conds if c.get("type") != "ReplicaFailure"]
+    return conds
+
+
 class ReplicaSetController:
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
@@ -121,24 +146,34 @@ class ReplicaSetController:
             if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
             and not p["metadata"].get("deletionTimestamp")
         ]
+        refused = None
         if not rs["metadata"].get("deletionTimestamp"):
-            active = self._manage(rs, active)
-        return self._write_status(rs, active)
+            active, refused = self._manage(rs, active)
+        after = self._write_status(rs, active, refused)
+        if refused is not None:
+            return RETRY_AFTER if after is None else min(after, RETRY_AFTER)
+        return after
 
-    def _manage(self, rs: Obj, active: list[Obj]) -> list[Obj]:
-        """Create or delete pods until `spec.replicas` are active; the active pods after."""
+    def _manage(self, rs: Obj, active: list[Obj]) -> tuple[list[Obj], StoreError | None]:
+        """Create or delete pods until `spec.replicas` are active: the active pods after, and
+        the refusal that stopped it (the first; no more pods are tried after it)."""
         wanted = int(rs["spec"].get("replicas") or 0)
-        if len(active) < wanted:
-            return active + [self._create_pod(rs) for _ in range(wanted - len(active))]
-        doomed = deletion_order(active)[: len(active) - wanted]
-        for pod in doomed:
-            try:
-                self._store.delete(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
-            except StoreError as exc:
-                if exc.code != 404:
-                    raise
-        gone = {p["metadata"]["uid"] for p in doomed}
-        return [p for p in active if p["metadata"]["uid"] not in gone]
+        try:
+            while len(active) < wanted:
+                active = [*active, self._create_pod(rs)]
+            for pod in deletion_order(active)[: len(active) - wanted]:
+                self._delete_pod(pod)
+                active = [p for p in active if p["metadata"]["uid"] != pod["metadata"]["uid"]]
+        except StoreError as exc:
+            return active, exc
+        return active, None
+
+    def _delete_pod(self, pod: Obj) -> None:
+        try:
+            self._store.delete(self.pods, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        except StoreError as exc:
+            if exc.code != 404:
+                raise
 
     def _create_pod(self, rs: Obj) -> Obj:
         meta, template = rs["metadata"], rs["spec"]["template"]
@@ -164,7 +199,7 @@ class ReplicaSetController:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
         return self._store.create(self.pods, body, manager=MANAGER)
 
-    def _write_status(self, rs: Obj, active: list[Obj]) -> Requeue:
+    def _write_status(self, rs: Obj, active: list[Obj], refused: StoreError | None) -> Requeue:
         template_labels = ((rs["spec"].get("template") or {}).get("metadata") or {}).get(
             "labels"
         ) or {}
@@ -192,6 +227,9 @@ class ReplicaSetController:
             "observedGeneration": rs["metadata"].get("generation", 1),
         }
         status: Obj = {k: v for k, v in counts.items() if v or k == "replicas"}
+        conds = _failure(rs, active, refused, self._clock.now_rfc3339())
+        if conds:
+            status["conditions"] = conds
         if status != (rs.get("status") or {}):
             write_status(self._store, self.replicasets, rs, status, MANAGER)
         return next_available

@@ -58,13 +58,27 @@ class Conditions:
 
     def set(self, type_: str, status: str, reason: str, message: str) -> None:
         current = self.find(type_)
-        if (
-            current is not None
-            and current.get("status") == status
-            and current.get("reason") == reason
+        if current is not None and (current.get("status"), current.get("reason")) == (
+            status,
+            reason,
         ):
             return
         self.replace(type_, status, reason, message)
+
+    def put(self, condition: Obj) -> None:
+        """`SetDeploymentCondition` of a whole condition (times included), as the controller
+        copies a ReplicaSet's `ReplicaFailure`."""
+        current = self.find(condition["type"])
+        if current is not None and (current.get("status"), current.get("reason")) == (
+            condition["status"],
+            condition.get("reason"),
+        ):
+            return
+        self.items = [c for c in self.items if c.get("type") != condition["type"]]
+        self.items.append(condition)
+
+    def remove(self, type_: str) -> None:
+        self.items = [c for c in self.items if c.get("type") != type_]
 
     def replace(self, type_: str, status: str, reason: str, message: str) -> None:
         """Set even when only the message or the time changes (how `ReplicaSetUpdated` notes

@@ -329,6 +329,32 @@ async def test_an_old_template_coming_back_is_the_next_revision(serving):
     assert d.metadata.annotations["deployment.kubernetes.io/revision"] == "3"
 
 
+async def test_pods_the_apiserver_refuses_show_as_a_replica_failure(serving):
+    body = deployment("web", replicas=2)
+    # Kueue's pod webhook refuses this label value on every pod.
+    body["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "false"
+    await serving.apps.create_namespaced_deployment(NS, body)
+
+    async def failing() -> Any:
+        found = condition(await serving.deployment("web"), "ReplicaFailure")
+        return found if found is not None else None
+
+    found = await wait_until(failing, message="ReplicaFailure")
+    assert (found.status, found.reason) == ("True", "FailedCreate")
+    assert found.message.startswith('admission webhook "vpod.kb.io" denied the request: ')
+    [rs] = await serving.replicasets("web")
+    assert [c.reason for c in rs.status.conditions] == ["FailedCreate"]
+
+    await serving.apps.patch_namespaced_deployment_scale(
+        "web", NS, {"spec": {"replicas": 0}}, _content_type=MERGE
+    )
+
+    async def cleared() -> bool:
+        return condition(await serving.deployment("web"), "ReplicaFailure") is None
+
+    await wait_until(cleared, message="ReplicaFailure to clear")
+
+
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 async def test_kubectl_rollout_status_reports_a_finished_rollout(
     serving, kube_cluster_with_controllers: Cluster, tmp_path

@@ -108,6 +108,14 @@ def _mismatched(body):
             id="deadline-below-min-ready",
         ),
         pytest.param(
+            lambda b: b["spec"]["template"]["spec"]["containers"][0].update(
+                resources={"limits": {"gpu": "1"}}
+            ),
+            "spec.template.spec.containers[0].resources.limits[gpu]",
+            "Invalid value: 'gpu': must be a standard resource for containers",
+            id="resource-name",
+        ),
+        pytest.param(
             lambda b: b["spec"].update(paused="yes"),
             "spec.paused",
             None,
