@@ -50,6 +50,7 @@ from kubesim.controllers.podspec import controller_name, controller_uid
 from kubesim.controllers.rollout import spec_replicas, status_count
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.controllers.status import Conditions, write_status
+from kubesim.selectors import format_label_selector
 from kubesim.store import StoreError
 from kubesim.tables import clone
 
@@ -256,7 +257,8 @@ class DeploymentController:
             return True
         new_uid = new["metadata"]["uid"] if new is not None else None
         old_uids = {rs["metadata"]["uid"] for rs in old}
-        for pod in self._store.list(self.pods, d["metadata"]["namespace"]):
+        selector = format_label_selector(d["spec"].get("selector"))
+        for pod in self._store.list(self.pods, d["metadata"]["namespace"], label_selector=selector):
             owner = controller_uid(pod, "ReplicaSet")
             phase = (pod.get("status") or {}).get("phase")
             if owner in old_uids and owner != new_uid and phase not in ("Succeeded", "Failed"):

@@ -27,7 +27,7 @@ from kubesim.controllers import conditions
 from kubesim.controllers.podspec import controller_name
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.controllers.status import write_status
-from kubesim.selectors import selector_matches
+from kubesim.selectors import format_label_selector
 from kubesim.workloads import int_or_percent
 
 if TYPE_CHECKING:
@@ -66,11 +66,12 @@ class DisruptionController:
             return None
         spec = budget.get("spec") or {}
         selector = spec.get("selector")
-        pods = [
-            p
-            for p in self._store.list(self.pods, key[0])
-            if selector_matches(selector, p["metadata"].get("labels") or {})
-        ]
+        # The label index answers the selector's equality terms.
+        pods = (
+            []
+            if selector is None
+            else self._store.list(self.pods, key[0], label_selector=format_label_selector(selector))
+        )
         expected, desired = self._expected(spec, pods)
         healthy = sum(
             1

@@ -33,6 +33,7 @@ from kubesim.controllers.podspec import controller_name, controller_uid
 from kubesim.controllers.podstatus import parse_time
 from kubesim.controllers.runtime import Requeue, WorkQueue
 from kubesim.controllers.status import write_status
+from kubesim.selectors import format_label_selector
 from kubesim.store import StoreError
 
 if TYPE_CHECKING:
@@ -137,8 +138,11 @@ class ReplicaSetController:
         if rs is None:
             return None
         uid = rs["metadata"]["uid"]
+        selector = format_label_selector(rs["spec"].get("selector"))
         pods = [
-            p for p in self._store.list(self.pods, key[0]) if controller_uid(p, "ReplicaSet") == uid
+            p
+            for p in self._store.list(self.pods, key[0], label_selector=selector)
+            if controller_uid(p, "ReplicaSet") == uid
         ]
         active = [
             p
