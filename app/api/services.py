@@ -12,12 +12,14 @@ from app.api.auth import requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.events import trail
 from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.api.workloads import NameContainsFilter, PoolFilter, cluster_nodes
+from app.domain.dry_runs import ServiceDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.service_resources import ServiceList, ServiceResource
 from app.domain.service_specs import ServiceScale, ServiceSpec
@@ -64,8 +66,12 @@ def _state(value: str | None) -> str | None:
     "(else 422 exceeds-pool-capacity) and some node of the pool's accelerator class once "
     "nodes of it exist (else 422 exceeds-node-capacity). More replicas than the quota holds "
     "is no error: the extra ones wait for quota, and the status says so. Honours "
-    "`Idempotency-Key`.",
-    responses={202: success(ServiceResource, "Accepted"), **problems(*CREATE)},
+    "`Idempotency-Key`. `dry_run=true`: 200 with what it would store, nothing written.",
+    responses={
+        200: success(ServiceDryRun, "Dry run: what the request would store and change"),
+        202: success(ServiceResource, "Accepted"),
+        **problems(*CREATE),
+    },
     tags=["services"],
 )
 async def create_service(
@@ -74,10 +80,11 @@ async def create_service(
     caller: CallerDep,
     db: DbDep,
     idempotency_key_header: IdempotencyKey = None,
+    dry_run: DryRun = False,
 ) -> Response[Any]:
     raise_violations(check_service(data))
     project = caller.require_project()
-    lease = CreateLease(request, dry_run=False)
+    lease = CreateLease(request, dry_run=dry_run)
     nodes = cluster_nodes(request)
 
     async def create(conn: Connection) -> Created:
@@ -89,6 +96,9 @@ async def create_service(
             service, service_location(project.name, service.name), "service", service.uid
         )
 
+    if dry_run:
+        created = await create_dry(request, db, create)
+        return answer(ServiceDryRun, created.resource, None, 202)
     return await lease.respond(request, db, caller, create)
 
 
@@ -148,8 +158,13 @@ async def get_service(
     description="Editor. The full spec becomes a new generation (202): the reconciler rolls "
     "the replicas over to it (one at a time; the status says how far). The body's `name` must "
     'be the path\'s. `If-Match: "<generation>"` makes it conditional (412 on mismatch); 409 '
-    "being-deleted once deletion was requested.",
-    responses={**problems(*WRITE), **problems(412)},
+    "being-deleted once deletion was requested. `dry_run=true`: 200 with what it would store "
+    "and the fields it would change, nothing written.",
+    responses={
+        200: success(ServiceDryRun, "Dry run: what the request would store and change"),
+        **problems(*WRITE),
+        **problems(412),
+    },
     tags=["services"],
 )
 async def replace_service(
@@ -159,21 +174,26 @@ async def replace_service(
     db: DbDep,
     name: str = NamePath,
     if_match_header: IfMatch = None,
-) -> Response[ServiceResource]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     violations = check_service(data)
     if data.name != name:
         violations.insert(0, ("name", f"must be the name in the path ({name!r})"))
     raise_violations(violations)
     if_match = expected_generation(request)
-    async with db.transaction() as conn:
+    project = caller.require_project()
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(services.get(conn, project, name)) if dry_run else None
         replaced = await services.replace(
             conn,
-            caller.require_project(),
+            project,
             data,
             if_match=if_match,
             actor=caller.actor,
             nodes=cluster_nodes(request),
         )
+    if dry_run:
+        return answer(ServiceDryRun, replaced, before, 202)
     return versioned(replaced, 202)
 
 
@@ -184,8 +204,13 @@ async def replace_service(
     summary="Scale a service",
     description="Editor. A new replica count (0 scales to zero) is a new generation (202) with "
     "a `Scaled` event; the same count again changes nothing. With `autoscaling` the "
-    "autoscaler owns the count and this only changes the stored spec. Honours `If-Match`.",
-    responses={**problems(*WRITE), **problems(412)},
+    "autoscaler owns the count and this only changes the stored spec. Honours `If-Match`. "
+    "`dry_run=true`: 200 with what it would store and change, nothing written.",
+    responses={
+        200: success(ServiceDryRun, "Dry run: what the request would store and change"),
+        **problems(*WRITE),
+        **problems(412),
+    },
     tags=["services"],
 )
 async def scale_service(
@@ -195,17 +220,17 @@ async def scale_service(
     db: DbDep,
     name: str = NamePath,
     if_match_header: IfMatch = None,
-) -> Response[ServiceResource]:
+    dry_run: DryRun = False,
+) -> Response[Any]:
     if_match = expected_generation(request)
-    async with db.transaction() as conn:
+    project = caller.require_project()
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(services.get(conn, project, name)) if dry_run else None
         scaled = await services.scale(
-            conn,
-            caller.require_project(),
-            name,
-            data.replicas,
-            if_match=if_match,
-            actor=caller.actor,
+            conn, project, name, data.replicas, if_match=if_match, actor=caller.actor
         )
+    if dry_run:
+        return answer(ServiceDryRun, scaled, before, 202)
     return versioned(scaled, 202)
 
 

@@ -16,6 +16,7 @@ import msgspec
 from app.domain.planning.what_if import AdmissionForecast
 from app.domain.pool_resources import PoolResource
 from app.domain.resources import Binding, Project, TokenCreated
+from app.domain.service_resources import ServiceResource
 from app.domain.workload_resources import WorkloadResource
 
 
@@ -49,6 +50,15 @@ class WorkloadDryRun(msgspec.Struct, kw_only=True):
             "it (position and estimated start); an estimate, not a reservation"
         ),
     ] = None
+
+
+class ServiceDryRun(msgspec.Struct, kw_only=True):
+    """A dry run of a service create, replace or scale: nothing was written."""
+
+    dry_run: bool = True
+    status_code: Annotated[int, _STATUS]
+    object: ServiceResource
+    changes: Annotated[list[Change], _CHANGES]
 
 
 class PoolDryRun(msgspec.Struct, kw_only=True):
@@ -92,6 +102,7 @@ class TokenDryRun(msgspec.Struct, kw_only=True):
 #: other is compared whole (a mapping of labels or env is one value: its keys may hold dots).
 WRITTEN_FIELDS: dict[type, tuple[str, ...]] = {
     WorkloadDryRun: ("spec.*",),
+    ServiceDryRun: ("spec.*",),
     PoolDryRun: ("accelerator_class", "quota.*"),
     ProjectDryRun: ("display_name", "labels", "limits.*"),
     BindingDryRun: ("resource_name", "flavor", "node_labels", "tolerations", "description"),

@@ -61,8 +61,7 @@ def apply(ctx: click.Context, files: tuple[str, ...], dry_run: bool) -> None:
                 click.echo(f"error: {doc.source}: {label}: {printable(exc.message)}", err=True)
                 failed += 1
                 continue
-            said = " (dry run)" if step.checked else " (dry run, not checked by the server)"
-            click.echo(f"{label} {step.action}" + (said if dry_run else ""))
+            click.echo(f"{label} {step.action}" + (" (dry run)" if dry_run else ""))
             if dry_run and step.diff:
                 click.echo(step.diff.rstrip("\n"))
             for line in admission_lines(step.admission) if dry_run else []:

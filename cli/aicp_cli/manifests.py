@@ -20,14 +20,11 @@ resource with a `spec` is a service when its spec has a `port` or a `readiness_p
 
 `--dry-run` sends each request with `?dry_run=true`: the server checks it as it would check
 the real one (so its errors are the real apply's) and answers what it would store; the diff
-is between what is stored and that answer. The services API has no dry run yet: a Service's
-dry run sends nothing and its diff is between what is stored and the file, the defaults
-filled in (`Plan.checked` is false).
+is between what is stored and that answer.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import json
 import sys
@@ -231,7 +228,6 @@ class Plan:
     diff: str
     stored: Any = None  # the resource as the server answered it before; None when absent
     admission: Any = None  # a workload dry run's admission forecast
-    checked: bool = True  # a dry run's answer is the server's (not for kinds without one)
 
 
 def _plan_workload(doc: Document, one: str, current: Any) -> Plan:
@@ -356,13 +352,6 @@ def dry_run(client: Client, step: Plan) -> Plan:
     absent) and what the server would store; "unchanged" when it would change nothing."""
     if step.method is None:
         return step
-    if step.document.kind == "Service":
-        # No dry run in the services API: it would ignore `?dry_run=true` and carry the
-        # request out. The diff is the file's, its defaults filled in.
-        wanted = service_wanted(step.document.body)
-        before = written("Service", step.stored) if step.stored is not None else None
-        diff = _diff(before, wanted, step.document.name)
-        return dataclasses.replace(step, diff=diff, checked=False)
     answer = client.request(
         step.method, step.path, body=step.body, params={"dry_run": "true"}
     ).json()

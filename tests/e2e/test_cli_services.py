@@ -114,10 +114,10 @@ async def test_a_service_is_applied_among_other_kinds_listed_scaled_described_an
     assert after_scale is not None
     assert (after_scale["generation"], after_scale["spec"]["replicas"]) == (2, 2)
 
-    # apply of a changed file: a dry run sends nothing; the real one replaces the spec.
+    # apply of a changed file: the server's dry run changes nothing; the real one does.
     (tmp_path / "s.yaml").write_text(SERVICE + "replicas: 3\n")
     dry = await cli.run("apply", "-f", "s.yaml", "--dry-run")
-    assert dry.out.splitlines()[0] == "service/chat replaced (dry run, not checked by the server)"
+    assert dry.out.splitlines()[0] == "service/chat replaced (dry run)"
     assert "-replicas: 2\n+replicas: 3" in dry.out
     assert (await stored(running_service, "chat") or {})["generation"] == 2
     replaced = await cli.run("apply", "-f", "s.yaml")

@@ -566,16 +566,3 @@ def test_a_changed_service_is_replaced_with_a_diff_that_ignores_the_defaults(
     assert "-replicas: 2\n+replicas: 3\n" in step.diff
     assert "-port" not in step.diff and "+port" not in step.diff  # a default left out
     assert autoscaled.action == "unchanged"  # nor are the autoscaler's
-
-
-def test_a_dry_run_of_a_service_sends_nothing_and_says_the_server_did_not_check_it(
-    tmp_path: Path,
-) -> None:
-    created, asked = planned(tmp_path, FILE, None, dry=True)
-    replaced, asked_again = planned(tmp_path, FILE + "replicas: 3\n", service(), dry=True)
-
-    assert asked == asked_again == [("GET", f"{SERVICES}/llama-chat", None)]  # no POST, no PUT
-    assert created.action == "created" and not created.checked
-    assert "+port: 8000\n" in created.diff and "+readiness_path: /healthz\n" in created.diff
-    assert replaced.action == "replaced" and not replaced.checked
-    assert "-accelerators: 1\n+accelerators: 0\n" in replaced.diff

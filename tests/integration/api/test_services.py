@@ -149,3 +149,30 @@ async def test_lists_filter_by_state_and_pool(api: Scenario) -> None:
     assert bad.status_code == 422
     paged = (await api.client.get(SERVICES, params={"limit": 1})).json()
     assert len(paged["items"]) == 1 and paged["next_cursor"]
+
+
+async def test_a_dry_run_answers_what_would_be_stored_and_writes_nothing(api: Scenario) -> None:
+    await api.setup_pool(wait=False)
+    dry = await api.client.post(SERVICES, params={"dry_run": "true"}, json=service_body())
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["dry_run"] is True and dry.json()["status_code"] == 202
+    assert dry.json()["object"]["status"]["state"] == "PENDING"
+    assert (await api.client.get(f"{SERVICES}/chat")).status_code == 404
+
+    await api.client.post(SERVICES, json=service_body())
+    scale = await api.client.patch(
+        f"{SERVICES}/chat", params={"dry_run": "true"}, json={"replicas": 4}
+    )
+    assert scale.status_code == 200, scale.text
+    assert {"field": "spec.replicas", "before": 1, "after": 4} in scale.json()["changes"]
+    replace = await api.client.put(
+        f"{SERVICES}/chat",
+        params={"dry_run": "true"},
+        json=service_body(image="ghcr.io/acme/serve:2.2"),
+    )
+    assert replace.status_code == 200, replace.text
+    assert [c["field"] for c in replace.json()["changes"]] == ["spec.image"]
+    stored = (await api.client.get(f"{SERVICES}/chat")).json()
+    assert stored["generation"] == 1 and stored["spec"]["replicas"] == 1
+    events = (await api.client.get(f"{SERVICES}/chat/events")).json()["items"]
+    assert [e["type"] for e in events] == ["Accepted"]
