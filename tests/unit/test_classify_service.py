@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from app.domain.classify.evidence import PoolSnapshot
-from app.domain.classify.service import ServiceVerdict, classify_service
+from app.domain.classify.service import RECOVERY_WINDOW, ServiceVerdict, classify_service
 from app.domain.quantity import parse_quantity
 from app.domain.render import ServiceIdentity, render_deployment
 from app.domain.service_resources import ServiceObserved
@@ -379,7 +379,7 @@ CASES = [
             make_service(memory="8Gi")
             .deployed()
             .ready()
-            .oom_killed(ready=True, at=_rfc3339(NOW - timedelta(seconds=30)))
+            .oom_killed(ready=True, at=_rfc3339(NOW - timedelta(seconds=10)))
         ),
         DEGRADED,
         f"2 of 2 replicas ready; replica {POD_B} was OOMKilled on gpu-node-2: its memory "
@@ -612,14 +612,14 @@ def test_before_the_deployment_the_facts_hold_the_specs_count_and_no_deployment(
 
 
 def test_a_recovering_replica_asks_to_be_looked_at_again_when_its_window_ends() -> None:
-    killed = NOW - timedelta(seconds=30)
+    killed = NOW - timedelta(seconds=10)
     builder = make_service(replicas=1).deployed().oom_killed(ready=True, at=_rfc3339(killed))
 
     degraded = builder.classify()
-    later = builder.classify(now=killed + timedelta(minutes=2))
+    later = builder.classify(now=killed + RECOVERY_WINDOW)
 
     assert degraded.state == DEGRADED
-    assert degraded.recheck_at == killed + timedelta(minutes=2)
+    assert degraded.recheck_at == killed + RECOVERY_WINDOW
     assert (later.state, later.recheck_at) == (READY, None)
 
 

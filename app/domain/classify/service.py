@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: The scheduling gate Kueue's pod integration holds a pod with until it is admitted.
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 #: How long a replica that was OOM-killed and is ready again still counts as failing.
-RECOVERY_WINDOW: Final = timedelta(minutes=2)
+RECOVERY_WINDOW: Final = timedelta(seconds=30)
 #: The Deployment's rollout timeout when its spec names none (the API's default).
 _DEFAULT_PROGRESS_DEADLINE = 600
 

@@ -1,0 +1,48 @@
+"""A replica of a service that fails: the service is DEGRADED with a sentence that names the
+replica, its node and what to change, and READY again once the replica has recovered."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.classify.service import RECOVERY_WINDOW
+from tests.acceptance.conftest import Scenario
+
+#: The pod annotation kubesim's kubelet OOM-kills a running container for, until the pod has
+#: restarted that many times (docs/KUBESIM.md).
+OOM_KILLS = "kubesim.aicp.dev/oom-kills"
+
+
+# The wait covers the recovery window (a replica OOM-killed and ready again counts as failing
+# for RECOVERY_WINDOW) on top of the acceptance tests' usual 45 s.
+@pytest.mark.timeout(45 + 45 + int(RECOVERY_WINDOW.total_seconds()))
+async def test_an_oom_killed_replica_degrades_the_service_until_it_recovers(
+    scenario: Scenario,
+) -> None:
+    if scenario.backend != "kubesim":
+        pytest.skip("the real cluster's fake kubelet cannot OOM-kill one chosen pod")
+    await scenario.setup_pool(accelerators=4)
+    await scenario.create_service("chat", replicas=2, memory="2Gi")
+    ready = await scenario.wait_service("chat", "READY")
+    victim = ready["status"]["pods"][0]
+    await scenario.running.kube.core.patch_namespaced_pod(
+        victim["name"],
+        scenario.namespace,
+        {"metadata": {"annotations": {OOM_KILLS: "1"}}},
+        _preload_content=False,
+    )
+
+    degraded = await scenario.wait_service("chat", "DEGRADED")
+    assert degraded["status"]["reason"].endswith(
+        f"replica {victim['name']} was OOMKilled on {victim['node']}: its memory limit is "
+        "2Gi; raise `memory`."
+    )
+    pod = next(p for p in degraded["status"]["pods"] if p["name"] == victim["name"])
+    assert pod["restarts"] == 1 and pod["last_termination"]["reason"] == "OOMKilled"
+
+    recovered = await scenario.wait_service(
+        "chat", "READY", timeout=45 + RECOVERY_WINDOW.total_seconds()
+    )
+    assert recovered["status"]["reason"].startswith("2 of 2 replicas ready on ")
+    types = [event["type"] for event in await scenario.service_events("chat")]
+    assert types[-2:] == ["Degraded", "Ready"]
