@@ -18,11 +18,12 @@ from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
-from app.api.workloads import NameContainsFilter, PoolFilter, cluster_nodes
+from app.api.workloads import cluster_nodes
 from app.domain.dry_runs import ServiceDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.service_resources import ServiceList, ServiceResource
 from app.domain.service_specs import ServiceScale, ServiceSpec
+from app.domain.specs import NAME_PATTERN
 from app.domain.states import Role, ServiceState
 from app.domain.validation import check_service
 from app.domain.workload_resources import EventList
@@ -38,6 +39,23 @@ StateFilter = Annotated[
         name="state",
         description="Only services in this state",
         schema_extra={"enum": [state.value for state in ServiceState]},
+    ),
+]
+
+
+PoolFilter = Annotated[
+    str | None,
+    Parameter(
+        max_length=30, pattern=NAME_PATTERN, description="Only services of this compute pool"
+    ),
+]
+NameContainsFilter = Annotated[
+    str | None,
+    Parameter(
+        min_length=1,
+        max_length=40,
+        description="Only services whose name contains this text (case-insensitive; `%` and "
+        "`_` are plain characters, not wildcards); at most 40 characters",
     ),
 ]
 

@@ -404,12 +404,20 @@ class CapacityShortfall(msgspec.Struct, frozen=True, kw_only=True):
     requested: dict[str, str]
     pool_capacity: dict[str, str]
     exceeded: list[str]
+    #: A service's: one replica's request is compared (its replicas are admitted one by one).
+    one_replica: bool = False
 
     @property
     def detail(self) -> str:
         parts = [
             f"{name} {self.requested[name]} > {self.pool_capacity[name]}" for name in self.exceeded
         ]
+        if self.one_replica:
+            return (
+                f"One replica of the service asks for more than compute pool "
+                f"{self.compute_pool!r} can ever provide ({', '.join(parts)}); lower the "
+                "per-replica request, or raise the pool's quota."
+            )
         return (
             f"The workload asks for more than compute pool {self.compute_pool!r} can ever "
             f"provide ({', '.join(parts)}); lower nodes, replicas or the per-pod request, "
@@ -456,6 +464,7 @@ def check_fits_pool(
             "memory": quota.memory,
         },
         exceeded=exceeded,
+        one_replica=isinstance(spec, ServiceSpec),
     )
 
 

@@ -86,6 +86,7 @@ async def test_one_replica_larger_than_the_pool_is_refused_more_replicas_are_not
     too_big = await api.client.post(SERVICES, json=service_body(accelerators=3))
     assert too_big.status_code == 422, too_big.text
     assert too_big.json()["type"].endswith("exceeds-pool-capacity")
+    assert too_big.json()["detail"].startswith("One replica of the service asks for more")
     many = await api.client.post(SERVICES, json=service_body(accelerators=1, replicas=5))
     assert many.status_code == 202, many.text
 
