@@ -21,6 +21,7 @@ from app.api import (
     pools,
     projects,
     role_bindings,
+    service_views,
     services,
     shutdown,
     sign_on,
@@ -112,6 +113,7 @@ def _resource_routes() -> list[Any]:
         *forecasts.ROUTES,
         *workloads.ROUTES,
         *services.ROUTES,
+        *service_views.ROUTES,
         *events.ROUTES,
         *workload_views.ROUTES,
     ]

@@ -18,9 +18,6 @@ current generation that are not stored as such.
 Both follow the tenancy rules of every `GET`: any member of the project reads them.
 """
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import msgspec
@@ -28,10 +25,18 @@ from litestar import Request, Response, get
 from litestar.params import Parameter
 from litestar.response import Stream
 
-from app.api import shutdown
 from app.api.auth import ProjectRef
 from app.api.deps import CallerDep, DbDep
 from app.api.docs import READ, problems
+from app.api.pod_logs import (
+    DEFAULT_TAIL,
+    Follow,
+    Since,
+    Tail,
+    follow_stream,
+    joined_text,
+    started,
+)
 from app.api.workloads import ONE, NamePath
 from app.domain.errors import FieldError, NotFound, ValidationFailed
 from app.domain.kube_objects import Manifest, completion_index
@@ -39,10 +44,8 @@ from app.domain.labels import GENERATION_LABEL, MAIN_CONTAINER, UID_LABEL
 from app.domain.render import render_job
 from app.domain.render.inputs import JobIdentity
 from app.domain.specs import WorkloadSpec
-from app.kube.apply import LogRead, follow_pod_log, pod_logs
+from app.kube.apply import LogRead
 from app.kube.client import KubeClient
-from app.kube.errors import KubeError
-from app.kube.errors import NotFound as KubeNotFound
 from app.kube.resources import request_json
 from app.store import reconciling, workloads
 from app.store.db import Database
@@ -50,16 +53,6 @@ from app.store.reconciling import WorkloadRow
 from app.streams.follows import STATE_KEY as FOLLOWS_KEY
 from app.streams.follows import Follows, OpenFollow
 
-DEFAULT_TAIL = 100
-MAX_TAIL = 10_000
-Tail = Annotated[
-    int,
-    Parameter(ge=1, le=MAX_TAIL, description=f"Lines per pod, 1 to {MAX_TAIL} (default 100)"),
-]
-Since = Annotated[
-    int | None,
-    Parameter(ge=1, le=30 * 86400, description="Only lines newer than this many seconds"),
-]
 Replica = Annotated[
     int | None,
     Parameter(ge=0, le=63, description="Only the N-th pod (0-based, pods in name order)"),
@@ -67,10 +60,6 @@ Replica = Annotated[
 Rank = Annotated[
     int | None,
     Parameter(ge=0, le=63, description="Only rank N's pod (a multi-node workload, 0-based)"),
-]
-Follow = Annotated[
-    bool,
-    Parameter(description="Stream: the lines so far, then each new one until the pods end"),
 ]
 
 
@@ -118,17 +107,6 @@ async def _pods(kube: KubeClient, row: WorkloadRow) -> list[Manifest]:
     return sorted(items, key=lambda pod: str(pod["metadata"]["name"]))
 
 
-async def _pod_text(kube: KubeClient, namespace: str, pod: str, read: LogRead) -> str:
-    try:
-        return await pod_logs(kube, namespace, pod, read)
-    except KubeNotFound:
-        return ""  # deleted between the list and the read: nothing to show for it
-
-
-def _started(pod: Manifest) -> bool:
-    return bool((pod.get("status") or {}).get("phase", "Pending") != "Pending")
-
-
 def _by_rank(pods: list[Manifest]) -> dict[int, Manifest]:
     """The newest pod of each rank (an earlier attempt's pod may still be going)."""
     newest: dict[int, Manifest] = {}
@@ -170,72 +148,6 @@ def _check_selectors(row: WorkloadRow, replica: int | None, rank: int | None) ->
         raise ValidationFailed(
             [FieldError("replica", f"must be below the workload's replicas ({replicas})")]
         )
-
-
-async def _followed(
-    kube: KubeClient,
-    namespace: str,
-    pods: list[tuple[str, str]],
-    read: LogRead,
-    stopping: asyncio.Event,
-) -> AsyncIterator[bytes]:
-    """Every pod's log as it is printed, line by line, each with its pod's prefix, until
-    every container has ended, or the server stops (then a last line says so)."""
-    lines: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=1000)
-
-    async def pump(pod: str, label: str) -> None:
-        prefix = label.encode()
-        pending = b""
-        try:
-            async for chunk in follow_pod_log(kube, namespace, pod, read):
-                pending += chunk
-                *complete, pending = pending.split(b"\n")
-                for line in complete:
-                    await lines.put(prefix + line + b"\n")
-            if pending:
-                await lines.put(prefix + pending + b"\n")
-        except KubeError:
-            pass  # removed or not started any more: nothing (more) to show for this pod
-        finally:
-            await lines.put(None)
-
-    tasks = [asyncio.create_task(pump(pod, label), name=f"logs:{pod}") for pod, label in pods]
-    stopped = asyncio.create_task(stopping.wait(), name="logs:stopping")
-    try:
-        running = len(tasks)
-        while running:
-            if lines.empty():
-                took = asyncio.ensure_future(lines.get())
-                await asyncio.wait({took, stopped}, return_when=asyncio.FIRST_COMPLETED)
-                if not took.done():
-                    took.cancel()
-                    yield shutdown.LOG_STREAM_END.encode() + b"\n"
-                    return
-                line = took.result()
-            else:
-                line = lines.get_nowait()
-            if line is None:
-                running -= 1
-            else:
-                yield line
-    finally:
-        for task in [*tasks, stopped]:
-            task.cancel()
-        for task in [*tasks, stopped]:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-
-async def _counted(
-    follows: Follows | None, held: OpenFollow | None, lines: AsyncIterator[bytes]
-) -> AsyncIterator[bytes]:
-    """`lines`, giving the follow's place back when the stream ends however it ends."""
-    try:
-        async for line in lines:
-            yield line
-    finally:
-        if follows is not None and held is not None:
-            follows.close(held)
 
 
 @get(
@@ -281,7 +193,7 @@ async def get_logs(
         read = LogRead(MAIN_CONTAINER, tail, since_seconds)
         if follow:
             return _follow_stream(request, follows, held, kube, row, name, namespace, chosen, read)
-        body = await _joined_text(kube, namespace, chosen, read)
+        body = await joined_text(kube, namespace, chosen, read)
         return Response(body, media_type="text/plain; charset=utf-8")
     except BaseException:
         if follows is not None and held is not None:
@@ -325,38 +237,13 @@ def _follow_stream(
 ) -> Stream:
     """`follow=true`: the chosen pods that have started, streamed line by line (counted against
     the follow limits) until their containers end; 404 while none has started."""
-    started = [(str(pod["metadata"]["name"]), label) for pod, label in chosen if _started(pod)]
+    started = [(str(pod["metadata"]["name"]), label) for pod, label in chosen if started(pod)]
     if not started:
         raise NotFound(
             f"No pod of workload {name!r} has started yet (state {row.state}); follow "
             "its logs once it runs."
         )
-    return Stream(
-        _counted(
-            follows,
-            held,
-            _followed(kube, namespace, started, read, shutdown.stopping(request.app)),
-        ),
-        media_type="text/plain; charset=utf-8",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-
-
-async def _joined_text(
-    kube: KubeClient,
-    namespace: str,
-    chosen: list[tuple[Manifest, str]],
-    read: LogRead,
-) -> str:
-    """The chosen pods' last lines as one text: a single unprefixed pod's as it is, otherwise
-    every line with its pod's prefix."""
-    texts = [
-        (label, await _pod_text(kube, namespace, str(pod["metadata"]["name"]), read))
-        for pod, label in chosen
-    ]
-    if len(texts) == 1 and not texts[0][0]:
-        return texts[0][1]
-    return "".join(f"{label}{line}\n" for label, text in texts for line in text.splitlines())
+    return follow_stream(request, follows, held, kube, namespace, started, read)
 
 
 ROUTES = [get_logs, get_manifest]
