@@ -173,8 +173,9 @@ def describe(ctx: click.Context, resource: str, name: str) -> None:
     (describe_service if kind.name == "service" else describe_workload)(found, events)
 
 
-@click.command(short_help="Print a workload's logs, or follow them.")
-@click.argument("name", shell_complete=complete_workloads)
+@click.command(short_help="Print a workload's or a service's logs, or follow them.")
+@click.argument("first", metavar="[service] NAME", shell_complete=complete_workloads)
+@click.argument("second", required=False, shell_complete=complete_workloads)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing lines as they are written.")
 @click.option(
     "--tail", type=click.IntRange(1, 10000), default=100, show_default=True, help="Lines per pod."
@@ -189,26 +190,41 @@ def describe(ctx: click.Context, resource: str, name: str) -> None:
 @click.option(
     "--rank", type=click.IntRange(0, 63), help="Only rank N of a multi-node workload (0-based)."
 )
+@click.option("--pod", help="A service's: only this replica pod (a name describe lists).")
 @click.pass_context
 def logs(
     ctx: click.Context,
-    name: str,
+    first: str,
+    second: str | None,
     follow: bool,
     tail: int,
     since_seconds: int | None,
     replica: int | None,
     rank: int | None,
+    pod: str | None,
 ) -> None:
     """Print a workload's logs (its current generation's pods; every rank's lines prefixed
     `[rank N] ` for a multi-node workload). With -f, wait until it runs, then stream until its
-    containers end."""
+    containers end. `aicp logs service NAME` prints a service's replicas' logs instead (each
+    line prefixed `[<pod>] ` when there are several; --pod for one replica; -f streams the
+    started replicas')."""
+    kind = kind_named(first) if second is not None else by_name("workload")
+    name = second if second is not None else first
+    if kind.name not in ("workload", "service"):
+        raise CliError("logs shows workloads and services")
+    if kind.name == "service" and (replica is not None or rank is not None):
+        raise CliError("--replica and --rank are a workload's; use --pod for a service")
+    if kind.name == "workload" and pod is not None:
+        raise CliError("--pod is a service's; use --replica or --rank for a workload")
     with client_for(ctx) as client:
-        path = by_name("workload").path(project_of(client), name)
-        params = {"tail": tail, "since_seconds": since_seconds, "replica": replica, "rank": rank}
+        path = kind.path(project_of(client), name)
+        params: dict[str, Any] = {"tail": tail, "since_seconds": since_seconds}
+        params |= {"pod": pod} if kind.name == "service" else {"replica": replica, "rank": rank}
         if not follow:
             sys.stdout.write(client.request("GET", path + "/logs", params=params).text)
             return
-        _wait_until_started(client, path, name)
+        if kind.name == "workload":
+            _wait_until_started(client, path, name)
         for chunk in client.stream_text(path + "/logs", {**params, "follow": "true"}):
             sys.stdout.write(chunk)
             sys.stdout.flush()
