@@ -227,6 +227,9 @@ class Settings:
     log_follows_per_project: int = 8
     install_namespace: str = DEFAULT_INSTALL_NAMESPACE
     workload_start_deadline_seconds: int = DEFAULT_START_DEADLINE_SECONDS
+    # The namespace (an ingress controller's) whose pods may reach every inference service
+    # besides the service's own project's; none: only the project's own pods.
+    service_ingress_namespace: str | None = None
     # Single sign-on (app.identity); no issuer: API tokens only.
     oidc_issuer: str | None = None
     oidc_audience: str | None = None
@@ -395,6 +398,12 @@ _VARIABLES: tuple[tuple[str, str, Callable[[str], Any], str], ...] = (
     (
         "install_namespace",
         "AICP_NAMESPACE",
+        _namespace,
+        "a namespace name (a DNS-1123 label of at most 63 characters)",
+    ),
+    (
+        "service_ingress_namespace",
+        "AICP_SERVICE_INGRESS_NAMESPACE",
         _namespace,
         "a namespace name (a DNS-1123 label of at most 63 characters)",
     ),

@@ -307,6 +307,7 @@ class Service:
                 self.kube_settings,
                 instance_id=settings.instance_id,
                 grace=SHUTDOWN_GRACE_SECONDS,
+                service_ingress_namespace=settings.service_ingress_namespace,
             )
             return BackgroundComponent(
                 "reconciler",

@@ -76,8 +76,10 @@ class ReconcilingComponent:
         instance_id: str,
         grace: float,
         informer_backoff_cap: float = BACKOFF_CAP_SECONDS,
+        service_ingress_namespace: str | None = None,
     ) -> None:
         self.engine = engine
+        self.service_ingress_namespace = service_ingress_namespace
         self.db = db
         self.settings = settings
         self.instance_id = instance_id
@@ -103,6 +105,7 @@ class ReconcilingComponent:
             kube=self.kube,
             informers=self.informers,
             instance_id=self.instance_id,
+            service_ingress_namespace=self.service_ingress_namespace,
         )
         self._informer_tasks = self.informers.start()
         self._engine_start = asyncio.create_task(

@@ -30,7 +30,13 @@ __all__ = ["StepContext", "install_steps"]
 
 
 def install_steps(
-    engine: Reconciler, *, db: Database, kube: KubeClient, informers: Informers, instance_id: str
+    engine: Reconciler,
+    *,
+    db: Database,
+    kube: KubeClient,
+    informers: Informers,
+    instance_id: str,
+    service_ingress_namespace: str | None = None,
 ) -> StepContext:
     """Register the project/pool/workload/service step functions on the engine and subscribe the
     informer handler that maps Kubernetes events to resource keys (engine.enqueue_local).
@@ -39,13 +45,15 @@ def install_steps(
     `engine.start()`. Steps read the informer caches: start the engine's workers only once
     `informers.wait_synced()` has returned, or a step may take an unsynced cache for an empty
     cluster (it asks the server before creating anything, so this costs reads, not
-    duplicates). Returns the shared context (tests and diagnostics).
+    duplicates). `service_ingress_namespace`: the namespace whose pods may reach every
+    inference service besides its project's own (`AICP_SERVICE_INGRESS_NAMESPACE`). Returns
+    the shared context (tests and diagnostics).
     """
     ctx = StepContext(db=db, kube=kube, informers=informers, instance_id=instance_id)
     engine.register("project", ProjectStep(ctx))
     engine.register("pool", PoolStep(ctx))
     engine.register("workload", WorkloadStep(ctx))
-    engine.register("service", ServiceStep(ctx))
+    engine.register("service", ServiceStep(ctx, ingress_namespace=service_ingress_namespace))
     informers.on_change(EventRouter(engine, informers, ctx.routes))
     informers.on_recovered(engine.retry_failed_now)
     return ctx
