@@ -58,8 +58,9 @@ OBSERVATIONS = Path(__file__).resolve().parents[2] / ".aicp" / "observations"
 
 
 async def observe(scenario: Scenario) -> dict[str, Any]:
-    """What a user and aicp saw of every workload of the scenario, with the names, uids and
-    times that differ between runs left out: states and reasons, event types in order."""
+    """What a user and aicp saw of every workload and service of the scenario, with the names,
+    uids and times that differ between runs left out: states and reasons, event types in
+    order (and a service's replica counts)."""
     listed = await scenario.running.client.get(f"{scenario.workloads}?limit=500")
     seen: dict[str, Any] = {}
     for item in listed.json().get("items", []) if listed.status_code == 200 else []:
@@ -70,6 +71,15 @@ async def observe(scenario: Scenario) -> dict[str, Any]:
             "exit_code": status.get("exit_code"),
             "attempts": status.get("attempts"),
             "events": await scenario.event_types(item["name"]),
+        }
+    services = await scenario.running.client.get(f"{scenario.services}?limit=500")
+    for item in services.json().get("items", []) if services.status_code == 200 else []:
+        status = item["status"]
+        seen[f"service/{item['name']}"] = {
+            "state": status["state"],
+            "reason": _normalized(status["reason"] or "", scenario.project),
+            "replicas": status["replicas"],
+            "events": [event["type"] for event in await scenario.service_events(item["name"])],
         }
     return seen
 

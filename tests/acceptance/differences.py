@@ -1,7 +1,8 @@
 """Compare what aicp observed of each acceptance scenario on kubesim and on the real cluster.
 
 `make test` records, per scenario and cluster, the state, reason sentence, exit code, attempts
-and event types of every workload (`.aicp/observations/<cluster>/<test>.json`, names, uids,
+and event types of every workload (and the state, reason, replica counts and event types of
+every service, as `service/<name>`) (`.aicp/observations/<cluster>/<test>.json`, names, uids,
 nodes and durations normalised). This prints every field that differs:
 
     .venv/bin/python -m tests.acceptance.differences
