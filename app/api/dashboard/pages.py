@@ -3,8 +3,9 @@
 Every page checks the session (app/api/auth.py ``authenticate``: the same tokens, revocation
 and expiry as the API) and the path's project (``scope``: a project token sees only its own;
 404 otherwise) before it renders; without a session it leads to the sign-in. A page holds no
-data of its own beyond names: ``static/dashboard.js`` reads everything from ``/api/v1``, where
-every list and stream is scoped again by the server.
+data of its own beyond names and whether the caller may write there (which write controls it
+shows): ``static/dashboard.js`` reads everything from ``/api/v1``, where every list and stream
+is scoped again by the server and every write's role checked.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from app.api.dashboard import single_sign_on
 from app.api.dashboard.rendering import ASSETS_PATH, STATIC_DIR, page
 from app.api.dashboard.single_sign_on import sign_in_page
 from app.domain.errors import Forbidden, NotFound, Unauthorized
+from app.domain.states import Role
 from app.store import sessions as session_store
 
 if TYPE_CHECKING:
@@ -89,7 +91,22 @@ async def _project_page(
     except NotFound as exc:
         return page("error.html", status=404, message=exc.detail, csrf=found.csrf, **_who(caller))
     project = scoped.require_project().name
-    return page(template, project=project, csrf=found.csrf, **_who(caller), **context)
+    return page(
+        template,
+        project=project,
+        csrf=found.csrf,
+        writes=_writes(scoped),
+        **_who(caller),
+        **context,
+    )
+
+
+def _writes(caller: Caller) -> bool:
+    """Whether the caller may write in the path's project (an editor or above): the page then
+    offers its write controls. The API checks the role again on every write."""
+    if caller.is_admin:
+        return True
+    return caller.role is not None and caller.role.rank >= Role.EDITOR.rank
 
 
 @get("/", include_in_schema=False)
@@ -190,6 +207,13 @@ async def workload_view(
     return await _project_page(request, "workload.html", workload=name)
 
 
+@get("/projects/{project:str}/services/{name:str}", include_in_schema=False)
+async def service_view(
+    request: Request[Any, Any, Any], name: FromPath[str]
+) -> Response[Any] | Redirect:
+    return await _project_page(request, "service.html", service=name)
+
+
 @get("/projects/{project:str}/submit", include_in_schema=False)
 async def submit_view(request: Request[Any, Any, Any]) -> Response[Any] | Redirect:
     return await _project_page(request, "submit.html")
@@ -231,6 +255,7 @@ ROUTES = [
     sign_out,
     project_view,
     workload_view,
+    service_view,
     submit_view,
     admin_view,
 ]

@@ -6,6 +6,7 @@ const API = "/api/v1";
 const PAGE_SIZE = 50;
 const MAX_ROWS = 200; // rows a project table holds at most (older ones leave from the bottom)
 const MAX_LOG_LINES = 2000; // log lines kept on the page (older ones leave from the top)
+const POLL_SECONDS = 5; // how often a view reads again what the server offers no stream of
 
 const body = document.body;
 const csrf = document.querySelector('meta[name="csrf-token"]')?.content ?? "";
@@ -80,6 +81,59 @@ function stateBadge(state) {
 function gpus(workload) {
   const spec = workload.spec || {};
   return (spec.accelerators || 0) * (spec.replicas || 1);
+}
+
+// Follows an API stream (`streamPath`: SSE with ADDED, MODIFIED and DELETED, each `{"type",
+// "object"}`), calling `onEvent(type, object)` per event; `onFresh()` runs before a stream that
+// starts over (its first events are every current object again), `onOpen()` once one is open.
+// The browser resumes a lost connection with Last-Event-ID; a stream closed once open (410: the
+// resume point is no longer kept) is opened afresh. When the server answers with no stream at
+// all (429: the token has too many open), `poll()` runs at once and every POLL_SECONDS instead,
+// until it returns false (a `poll()` that throws is tried again). `say(text)` tells which of the
+// two keeps the view live.
+function follow(streamPath, { onEvent, onFresh = () => {}, onOpen = () => {}, poll, say, liveText }) {
+  let source = null;
+  let stopped = false;
+
+  function open() {
+    onFresh();
+    let opened = false;
+    source = new EventSource(streamPath);
+    const mine = source;
+    source.onopen = () => { opened = true; say(liveText); onOpen(); };
+    source.onerror = () => {
+      if (mine.readyState !== EventSource.CLOSED) { say("Reconnecting…"); return; }
+      if (!opened) { startPolling(); return; }
+      say("Live updates stopped; reading again…");
+      setTimeout(() => { if (mine === source && !stopped) open(); }, 2000);
+    };
+    for (const type of ["ADDED", "MODIFIED", "DELETED"]) {
+      source.addEventListener(type, (event) => onEvent(type, JSON.parse(event.data).object));
+    }
+  }
+
+  async function startPolling() {
+    source = null;
+    const polling = `Read again every ${POLL_SECONDS} seconds.`;
+    say(polling);
+    while (!stopped) {
+      try {
+        if ((await poll()) === false) return;
+        say(polling);
+      } catch (error) {
+        say(error.message); // and again after the pause
+      }
+      await new Promise((resolve) => { setTimeout(resolve, POLL_SECONDS * 1000); });
+    }
+  }
+
+  open();
+  return {
+    stop() {
+      stopped = true;
+      if (source) { source.close(); source = null; }
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,8 +355,100 @@ async function projectView() {
   setInterval(() => {
     for (const cell of tbody.querySelectorAll("td[data-created]")) setText(cell, age(cell.dataset.created));
   }, 15000);
+  servicesTable(project);
   await loadPools();
   await reload();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Project view: the services table, kept live by the services stream (or read again).
+
+function desiredReplicas(service) {
+  // 0 until the controller first looked: the spec's count (the autoscaler's least) until then.
+  const counted = service.status?.replicas?.desired;
+  if (counted) return counted;
+  const spec = service.spec || {};
+  return spec.autoscaling ? spec.autoscaling.min_replicas : (spec.replicas ?? 0);
+}
+
+function servicesTable(project) {
+  const base = `projects/${enc(project)}/services`;
+  const tbody = document.querySelector("#services tbody");
+  const status = document.getElementById("services-status");
+  const empty = document.getElementById("services-empty");
+  const rows = new Map(); // service name -> row
+
+  function setText(cell, text) {
+    if (cell.textContent !== text) cell.textContent = text;
+  }
+
+  function fill(row, service) {
+    const cells = row.cells;
+    const s = service.status || {};
+    const state = s.state ?? "";
+    if (row.dataset.state !== state || !cells[1].firstChild) {
+      cells[1].replaceChildren(stateBadge(state));
+      row.dataset.state = state;
+    }
+    setText(cells[2], `${s.replicas?.ready ?? 0}/${desiredReplicas(service)}`);
+    setText(cells[3], s.reason ?? "");
+    setText(cells[4], service.compute_pool ?? "");
+    setText(cells[5], String(service.spec?.accelerators ?? 0));
+    setText(cells[6], s.endpoint ?? "");
+    setText(cells[7], age(service.created_at));
+    if (cells[7].dataset.created !== service.created_at) cells[7].dataset.created = service.created_at;
+  }
+
+  function place(row, created) {
+    // Newest first: before the first row created earlier than this one.
+    const at = Date.parse(created);
+    const older = [...tbody.rows].find((other) => Date.parse(other.cells[7].dataset.created) < at);
+    if (older) tbody.insertBefore(row, older); else tbody.append(row);
+  }
+
+  function apply(type, service) {
+    const row = rows.get(service.name);
+    if (type === "DELETED") {
+      if (row) { row.remove(); rows.delete(service.name); }
+    } else if (row) {
+      fill(row, service);
+    } else {
+      const link = el("a", { href: `/projects/${enc(project)}/services/${enc(service.name)}`, text: service.name });
+      const added = el("tr", { "data-name": service.name }, el("th", { scope: "row" }, link),
+        el("td"), el("td", { class: "num" }), el("td", { class: "reason" }), el("td"),
+        el("td", { class: "num" }), el("td", { class: "endpoint" }), el("td"));
+      fill(added, service);
+      place(added, service.created_at);
+      rows.set(service.name, added);
+      while (rows.size > MAX_ROWS) {
+        const last = tbody.lastElementChild;
+        rows.delete(last.dataset.name);
+        last.remove();
+      }
+    }
+    empty.hidden = rows.size > 0;
+  }
+
+  async function poll() {
+    const page = await api(`${base}?limit=${MAX_ROWS}`);
+    const names = new Set(page.items.map((service) => service.name));
+    for (const name of [...rows.keys()]) if (!names.has(name)) apply("DELETED", { name });
+    for (const service of page.items) apply(rows.has(service.name) ? "MODIFIED" : "ADDED", service);
+    empty.hidden = rows.size > 0;
+    return true;
+  }
+
+  follow(`${API}/${base}?watch=true`, {
+    onEvent: apply,
+    onFresh: () => { rows.clear(); tbody.replaceChildren(); },
+    onOpen: () => { empty.hidden = rows.size > 0; },
+    poll,
+    say: (text) => { status.textContent = text; },
+    liveText: "Live: rows change as the services do.",
+  });
+  setInterval(() => {
+    for (const cell of tbody.querySelectorAll("td[data-created]")) setText(cell, age(cell.dataset.created));
+  }, 15000);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -578,6 +724,209 @@ function problemList(error) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Service view: state, replicas and their pods, spec, events; scale and delete for editors.
+
+function localTime(iso) {
+  return iso ? new Date(iso).toLocaleString() : null;
+}
+
+function termination(last) {
+  if (!last) return "";
+  const parts = [last.reason || "ended"];
+  if (last.exit_code !== null && last.exit_code !== undefined) parts.push(`exit code ${last.exit_code}`);
+  if (last.finished_at) parts.push(`at ${localTime(last.finished_at)}`);
+  return parts.join(", ");
+}
+
+function renderService(service) {
+  const s = service.status || {};
+  const spec = service.spec || {};
+  const counts = s.replicas || {};
+  document.getElementById("state").replaceChildren(stateBadge(s.state ?? ""));
+  document.getElementById("reason").textContent = s.reason ?? "";
+  const dl = document.getElementById("facts");
+  dl.replaceChildren();
+  fact(dl, "Endpoint", s.endpoint);
+  const desired = desiredReplicas(service);
+  fact(dl, "Ready", `${counts.ready ?? 0} of ${desired} desired`);
+  fact(dl, "Updated", `${counts.updated ?? 0} of ${desired} run generation ${service.generation}`);
+  fact(dl, "Waiting for quota", String(counts.waiting_for_quota ?? 0));
+  fact(dl, "Asked for", spec.autoscaling
+    ? `autoscaled: ${spec.autoscaling.min_replicas} to ${spec.autoscaling.max_replicas} replicas at ${spec.autoscaling.target_cpu_percent}% cpu`
+    : `${spec.replicas ?? 0} replicas`);
+  fact(dl, "Pool", service.compute_pool);
+  const gpuCount = spec.accelerators ?? 0;
+  fact(dl, "Per replica", `${gpuCount} ${gpuCount === 1 ? "GPU" : "GPUs"}, ${spec.cpu} cpu, ${spec.memory} memory`);
+  fact(dl, "Image", spec.image);
+  fact(dl, "Nodes", (s.nodes || []).join(", "));
+  fact(dl, "Generation", s.observed_generation === service.generation
+    ? String(service.generation)
+    : `${service.generation} (the status describes ${s.observed_generation})`);
+  fact(dl, "Deployment", s.deployment?.name);
+  fact(dl, "Created", localTime(service.created_at));
+  fact(dl, "Created by", service.created_by);
+  document.getElementById("spec").textContent = JSON.stringify(spec, null, 2);
+
+  const pods = s.pods || [];
+  document.querySelector("#pods tbody").replaceChildren(...pods.map((pod) => el("tr", {},
+    el("th", { scope: "row", text: pod.name }),
+    el("td", { text: pod.node ?? "" }),
+    el("td", { text: pod.phase ?? "" }),
+    el("td", { text: pod.ready ? "yes" : "no" }),
+    el("td", { class: "num", text: String(pod.restarts ?? 0) }),
+    el("td", { text: pod.waiting_for_quota ? "yes" : "no" }),
+    el("td", { text: termination(pod.last_termination) }))));
+  document.getElementById("no-pods").hidden = pods.length > 0;
+}
+
+async function serviceView() {
+  const project = body.dataset.project;
+  const name = body.dataset.service;
+  const path = `projects/${enc(project)}/services/${enc(name)}`;
+  const status = document.getElementById("live-status");
+  const actions = document.getElementById("actions"); // absent for viewers
+  let current = null;
+  let shown = "";
+  let refreshing = null;
+  let live = null;
+
+  async function refreshEvents() {
+    // Once per change of the service (never on a timer); overlapping calls coalesce.
+    if (refreshing) return refreshing;
+    refreshing = (async () => {
+      try {
+        renderEvents(await api(`${path}/events?limit=100`));
+      } catch (error) {
+        if (error.status !== 404) status.textContent = error.message;
+      } finally {
+        refreshing = null;
+      }
+    })();
+    return refreshing;
+  }
+
+  function gone(message) {
+    if (live) live.stop();
+    const notice = document.getElementById("gone");
+    notice.hidden = false;
+    notice.textContent = message;
+    if (actions) actions.hidden = true;
+    status.textContent = "";
+    refreshEvents();
+  }
+
+  function show(service) {
+    const text = JSON.stringify(service);
+    if (text === shown) return;
+    shown = text;
+    const first = current === null;
+    current = service;
+    renderService(service);
+    if (scale) scale.sync(service, first);
+    refreshEvents();
+  }
+
+  async function read() {
+    try {
+      show(await api(path));
+      return true;
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      gone(current ? "This service is gone (deleted)." : error.message);
+      return false;
+    }
+  }
+
+  const report = document.getElementById("action-status"); // what a scale or delete did
+  const controls = { path, current: () => current, show, read, report };
+  const scale = actions ? scaleControl(controls) : null;
+  if (actions) deleteControl(controls);
+  live = follow(`${API}/${path}/watch`, {
+    onEvent: (type, service) => {
+      if (type === "DELETED") gone("This service is gone (deleted).");
+      else show(service);
+    },
+    poll: read,
+    say: (text) => { status.textContent = text; },
+    liveText: "Live: the page changes as the service does.",
+  });
+}
+
+// Scale: PATCH {"replicas"} of the generation shown (If-Match); the server's sentence on a refusal.
+function scaleControl({ path, current, show, read, report }) {
+  const form = document.getElementById("scale");
+  const input = form.elements.replicas;
+  const error = document.getElementById("scale-error");
+  const help = document.getElementById("scale-help");
+  let edited = false;
+  input.addEventListener("input", () => { edited = true; });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const before = current();
+    if (!before) return;
+    error.textContent = "";
+    input.removeAttribute("aria-invalid");
+    report.textContent = "";
+    const text = input.value.trim();
+    const replicas = Number(text);
+    if (text === "" || !Number.isInteger(replicas)) {
+      error.textContent = "replicas: a whole number from 0 to 64.";
+      input.setAttribute("aria-invalid", "true");
+      input.focus();
+      return;
+    }
+    try {
+      const scaled = await api(path, { method: "PATCH", json: { replicas },
+        headers: { "If-Match": `"${before.generation}"` } });
+      edited = false;
+      report.textContent = scaled.generation === before.generation
+        ? `${replicas} replicas were asked for already; nothing changed.`
+        : `Scaled to ${replicas} replicas (generation ${scaled.generation}).`;
+      show(scaled);
+    } catch (failure) {
+      const fields = (failure.problem?.errors || []).map((e) => `${e.field}: ${e.message}`);
+      error.textContent = [failure.message, ...fields].join(" ");
+      input.setAttribute("aria-invalid", "true");
+      input.focus();
+      if (failure.status === 412) read().catch(() => {}); // changed meanwhile: show it as it is
+    }
+  });
+  return {
+    // The count asked for, unless the person is typing another one.
+    sync(service, first) {
+      if (first || (!edited && document.activeElement !== input)) input.value = String(service.spec?.replicas ?? 0);
+      help.textContent = service.spec?.autoscaling
+        ? "The autoscaler sets the count while autoscaling is on: scaling changes only the stored spec."
+        : "0 to 64: 0 keeps the service with no replica running; replicas beyond the pool's quota wait for it.";
+    },
+  };
+}
+
+// Delete: two steps (Delete, then Confirm delete or Cancel), no dialog.
+function deleteControl({ path, show, report }) {
+  const del = document.getElementById("delete");
+  const confirmDel = document.getElementById("delete-confirm");
+  const cancel = document.getElementById("delete-cancel");
+  function asking(yes) {
+    confirmDel.hidden = !yes;
+    cancel.hidden = !yes;
+    del.hidden = yes;
+  }
+  del.addEventListener("click", () => { asking(true); confirmDel.focus(); });
+  cancel.addEventListener("click", () => { asking(false); del.focus(); });
+  confirmDel.addEventListener("click", async () => {
+    asking(false);
+    del.focus();
+    try {
+      show(await api(path, { method: "DELETE" }));
+      report.textContent = "Deletion requested: the replicas stop, then the service is gone.";
+    } catch (error) {
+      report.textContent = error.message;
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
 // Submit: the common fields plus a JSON object for the rest, or a whole spec as YAML or JSON;
 // the server validates.
 
@@ -774,6 +1123,8 @@ async function adminView() {
   await loadTokens();
 }
 
-const views = { project: projectView, workload: workloadView, submit: submitView, admin: adminView };
+const views = {
+  project: projectView, workload: workloadView, service: serviceView, submit: submitView, admin: adminView,
+};
 const view = views[body.dataset.view];
 if (view) view().catch((error) => { console.error(error); });
