@@ -1005,6 +1005,7 @@ async function submitView() {
 
 // A whole spec pasted as YAML or JSON: the server reads it (POST /projects/{p}/spec-text), then
 // it is submitted to the API like the form's fields, so the API's validation is the only one.
+// A spec of `kind: Service` is submitted as an inference service.
 function specEditor(project) {
   const form = document.getElementById("submit-spec");
   const area = form.elements.spec;
@@ -1023,10 +1024,16 @@ function specEditor(project) {
       area.focus();
       return;
     }
+    // `kind: Service` (as `aicp apply` reads it) makes an inference service, `kind: Workload` or
+    // none a workload; any other kind is left in the body, for the API to name.
+    const { kind, ...fields } = spec;
+    const named = String(kind ?? "workload").toLowerCase();
+    const collection = named === "service" ? "services" : "workloads";
     try {
-      const created = await api(`projects/${enc(project)}/workloads`, {
-        method: "POST", json: spec, headers: { "Idempotency-Key": crypto.randomUUID() } });
-      window.location.assign(`/projects/${enc(project)}/workloads/${enc(created.name)}`);
+      const created = await api(`projects/${enc(project)}/${collection}`, {
+        method: "POST", json: ["service", "workload"].includes(named) ? fields : spec,
+        headers: { "Idempotency-Key": crypto.randomUUID() } });
+      window.location.assign(`/projects/${enc(project)}/${collection}/${enc(created.name)}`);
     } catch (error) {
       // The API's problem: its sentence, then each invalid field with what is wrong with it.
       const items = (error.problem?.errors || []).map((e) => el("li", { text: `${e.field}: ${e.message}` }));
