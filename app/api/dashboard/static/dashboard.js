@@ -726,6 +726,10 @@ function problemList(error) {
 // ---------------------------------------------------------------------------------------------
 // Service view: state, replicas and their pods, spec, events; scale and delete for editors.
 
+function count(n, word) {
+  return `${n} ${n === 1 ? word : `${word}s`}`;
+}
+
 function localTime(iso) {
   return iso ? new Date(iso).toLocaleString() : null;
 }
@@ -753,10 +757,9 @@ function renderService(service) {
   fact(dl, "Waiting for quota", String(counts.waiting_for_quota ?? 0));
   fact(dl, "Asked for", spec.autoscaling
     ? `autoscaled: ${spec.autoscaling.min_replicas} to ${spec.autoscaling.max_replicas} replicas at ${spec.autoscaling.target_cpu_percent}% cpu`
-    : `${spec.replicas ?? 0} replicas`);
+    : count(spec.replicas ?? 0, "replica"));
   fact(dl, "Pool", service.compute_pool);
-  const gpuCount = spec.accelerators ?? 0;
-  fact(dl, "Per replica", `${gpuCount} ${gpuCount === 1 ? "GPU" : "GPUs"}, ${spec.cpu} cpu, ${spec.memory} memory`);
+  fact(dl, "Per replica", `${count(spec.accelerators ?? 0, "GPU")}, ${spec.cpu} cpu, ${spec.memory} memory`);
   fact(dl, "Image", spec.image);
   fact(dl, "Nodes", (s.nodes || []).join(", "));
   fact(dl, "Generation", s.observed_generation === service.generation
@@ -880,8 +883,8 @@ function scaleControl({ path, current, show, read, report }) {
         headers: { "If-Match": `"${before.generation}"` } });
       edited = false;
       report.textContent = scaled.generation === before.generation
-        ? `${replicas} replicas were asked for already; nothing changed.`
-        : `Scaled to ${replicas} replicas (generation ${scaled.generation}).`;
+        ? `${count(replicas, "replica")} asked for already; nothing changed.`
+        : `Scaled to ${count(replicas, "replica")} (generation ${scaled.generation}).`;
       show(scaled);
     } catch (failure) {
       const fields = (failure.problem?.errors || []).map((e) => `${e.field}: ${e.message}`);
