@@ -12,8 +12,11 @@ release and whose `go.sum` is committed:
 Binaries go to `<cache>/<key>/bin/`, where `key` hashes the three modules and this recipe: a
 second run with the same pins finds them and does nothing; a changed pin builds anew (Go's own
 module and build caches make that a relink when little changed). Files the tests and the
-launcher need from the pinned modules — the Kueue CRDs and KWOK's node stages — are copied to
-`<cache>/<key>/` next to the binaries, so nothing of another project lives in this repository.
+launcher need from the pinned modules — the Kueue CRDs, Kueue's webhook configurations and
+KWOK's node stages — are copied to `<cache>/<key>/` next to the binaries, so nothing of another
+project lives in this repository. The key covers what the binaries are built from; the copies
+are checked by presence: a build made before a copy was added gets it at the next build
+without relinking anything.
 
 Every failure is one line naming the unit and its log file (`BuildError`).
 """
@@ -48,6 +51,10 @@ BINARIES = (
     "kueue",
     "kwok",
 )
+
+
+#: What the build copies of Kueue's `config/components/webhook/` into `Build.kueue_webhooks`.
+KUEUE_WEBHOOK_FILES = ("manifests.yaml", "kustomization.yaml")
 
 
 class BuildError(Exception):
@@ -132,6 +139,12 @@ class Build:
         return self.root / "kueue-crds"
 
     @property
+    def kueue_webhooks(self) -> Path:
+        """Kueue's `config/components/webhook/`: `manifests.yaml` (its Mutating- and
+        ValidatingWebhookConfiguration) and `kustomization.yaml` (the namespaces they skip)."""
+        return self.root / "kueue-webhooks"
+
+    @property
     def kwok_stages(self) -> Path:
         return self.root / "kwok-stages"
 
@@ -143,7 +156,8 @@ class Build:
         return self.bin / name
 
     def complete(self) -> bool:
-        return (self.root / "complete").exists()
+        copied = [self.kueue_webhooks / name for name in KUEUE_WEBHOOK_FILES]
+        return (self.root / "complete").exists() and all(path.exists() for path in copied)
 
 
 def current() -> Build:
@@ -245,6 +259,10 @@ def _copy_pinned_files(build: Build) -> None:
         copy_function=shutil.copyfile,
     )
     build.kueue_crds.chmod(0o755)
+    build.kueue_webhooks.mkdir(exist_ok=True)
+    for name in KUEUE_WEBHOOK_FILES:
+        source = kueue / "config" / "components" / "webhook" / name
+        shutil.copyfile(source, build.kueue_webhooks / name)
     kwok = _module_dir("kwok", "sigs.k8s.io/kwok")
     build.kwok_stages.mkdir(exist_ok=True)
     node_stages = kwok / "kustomize" / "stage" / "node"
