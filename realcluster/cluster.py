@@ -11,10 +11,12 @@
 5. KWOK playing kubelet for `nodes` GPU nodes labelled as kubesim's fake GPU operator labels
    them (`nvidia.com/gpu.product`, memory, count...), their pods steered by the same
    `KUBESIM_*` container env the kubesim kubelet reads (see `pod-stages.yaml`);
-6. the Kueue manager, out of cluster, with its webhooks not registered, and its visibility
-   server (`visibility.kueue.x-k8s.io`, the pending workloads of each queue in Kueue's order)
-   on the machine's own address, registered with the apiserver as an `APIService` whose
-   selector-less Service has an EndpointSlice pointing at it.
+6. the Kueue manager, out of cluster, with the `batch/job` and `pod` integrations; once its
+   webhook server (127.0.0.1, the CA's serving pair) is up, Kueue's webhook configurations
+   (`webhooks.py`) pointing at it, waited for until the apiserver gets answers from it;
+7. Kueue's visibility server (`visibility.kueue.x-k8s.io`, the pending workloads of each
+   queue in Kueue's order), on the machine's own address, registered with the apiserver as an
+   `APIService` whose selector-less Service has an EndpointSlice pointing at it.
 
 `stop()` stops them in reverse order. Each component logs to `<directory>/logs/<name>.log`.
 """
@@ -34,7 +36,7 @@ from typing import Any
 import yaml
 
 from realcluster import build as building
-from realcluster import kubeapi, pki, processes
+from realcluster import kubeapi, pki, processes, webhooks
 from realcluster.chart import chart_cluster_role
 from realcluster.gpu_nodes import gpu_node
 
@@ -49,7 +51,15 @@ KUEUE_VISIBILITY_CERTS = Path("/visibility")
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 VISIBILITY_SERVICE = "kueue-visibility-server"
-VISIBILITY_NAMESPACE = "kueue-system"
+KUEUE_NAMESPACE = "kueue-system"
+VISIBILITY_NAMESPACE = KUEUE_NAMESPACE
+#: Kueue's integrations: aicp's Jobs, and an inference service's replicas as plain pods (their
+#: Deployment carries no queue name, so the `deployment` framework is not needed: Kueue walks a
+#: pod's owners through a ReplicaSet and treats it as a plain pod when none is Kueue's).
+KUEUE_FRAMEWORKS = ("batch/job", "pod")
+#: The namespaces whose Jobs and pods Kueue manages: all but these (Kueue's own default,
+#: spelled out; its pod integration refuses a selector that matches either).
+KUEUE_UNMANAGED_NAMESPACES = ("kube-system", KUEUE_NAMESPACE)
 
 #: Static token identities (token file rows). Components act as cluster admins, as they would
 #: with their bootstrap RBAC; aicp gets exactly the chart's ClusterRole.
@@ -174,6 +184,7 @@ class RealCluster:
             self._start_scheduler()
             self._start_kwok()
             self._start_kueue()
+            self._register_webhooks()
             self._register_visibility()
         except BaseException:
             self.stop()
@@ -278,7 +289,7 @@ class RealCluster:
 
     def _install(self) -> None:
         api = self.api()
-        api.apply("/api/v1/namespaces/kueue-system", _namespace("kueue-system"))
+        api.apply(f"/api/v1/namespaces/{KUEUE_NAMESPACE}", _namespace(KUEUE_NAMESPACE))
         crds = sorted(self.build.kueue_crds.glob("*.yaml"))
         if not crds:
             raise processes.ComponentError(
@@ -400,6 +411,30 @@ class RealCluster:
         url = f"http://127.0.0.1:{self.ports['kueue-health']}/readyz"
         self.supervisor.wait(component, lambda: kubeapi.http_ok(url), "/readyz", 60)
 
+    def _register_webhooks(self) -> None:
+        """Kueue's webhook configurations, once its webhook server is up (`failurePolicy:
+        Fail`: registered earlier, they would refuse every Job and pod until then); waited for
+        until the apiserver reaches the server (a dry-run pod comes back gated)."""
+        assert self.pki is not None
+        api = self.api()
+        kueue = self.supervisor.components[-1]
+        try:
+            manifests = webhooks.configurations(
+                self.build.kueue_webhooks,
+                frameworks=list(KUEUE_FRAMEWORKS),
+                url=f"https://127.0.0.1:{self.ports['kueue-webhook']}",
+                ca_bundle=base64.b64encode(self.pki.ca_cert.read_bytes()).decode(),
+            )
+        except webhooks.WebhookManifestError as exc:
+            raise processes.ComponentError(str(exc)) from exc
+        for manifest in manifests:
+            kind = manifest["kind"].lower() + "s"
+            name = manifest["metadata"]["name"]
+            api.apply(f"/apis/admissionregistration.k8s.io/v1/{kind}/{name}", manifest)
+        self.supervisor.wait(
+            kueue, lambda: webhooks.admits_pods(api), "its pod webhook to gate a pod", 30
+        )
+
     def _register_visibility(self) -> None:
         """The Service (no selector), its EndpointSlice at the visibility server and one
         `APIService` per version, trusting our CA; waited for until `Available`."""
@@ -434,7 +469,7 @@ class RealCluster:
         return {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",
             "kind": "Configuration",
-            "namespace": "kueue-system",
+            "namespace": KUEUE_NAMESPACE,
             "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['kueue-health']}"},
             "metrics": {"bindAddress": "0"},
             "webhook": {
@@ -446,7 +481,16 @@ class RealCluster:
             "internalCertManagement": {"enable": False},
             "clientConnection": {"qps": 200, "burst": 400},
             "manageJobsWithoutQueueName": False,
-            "integrations": {"frameworks": ["batch/job"]},
+            "managedJobsNamespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": list(KUEUE_UNMANAGED_NAMESPACES),
+                    }
+                ]
+            },
+            "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
             "featureGates": {"VisibilityOnDemand": True},
             "visibilityServer": {
                 "bindAddress": self.visibility_address,
