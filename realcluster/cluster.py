@@ -10,7 +10,7 @@
 4. kube-controller-manager and kube-scheduler;
 5. KWOK playing kubelet for `nodes` GPU nodes labelled as kubesim's fake GPU operator labels
    them (`nvidia.com/gpu.product`, memory, count...), their pods steered by the same
-   `KUBESIM_*` container env the kubesim kubelet reads (see `pod-stages.yaml`);
+   `KUBESIM_*` container env the kubesim kubelet reads (`stages.py`);
 6. the Kueue manager, out of cluster, with the `batch/job` and `pod` integrations; once its
    webhook server (127.0.0.1, the CA's serving pair) is up, Kueue's webhook configurations
    (`webhooks.py`) pointing at it, waited for until the apiserver gets answers from it;
@@ -39,8 +39,8 @@ from realcluster import build as building
 from realcluster import kubeapi, pki, processes, webhooks
 from realcluster.chart import chart_cluster_role
 from realcluster.gpu_nodes import gpu_node
+from realcluster.stages import pod_stage_files
 
-HERE = Path(__file__).resolve().parent
 #: Kueue's manager reads its metrics serving pair from this fixed path when it does not manage
 #: certificates itself (metrics are off here; the files only have to exist), and its visibility
 #: server's pair from the other. Kueue runs in a mount namespace of its own in which the
@@ -353,7 +353,10 @@ class RealCluster:
         self._wait_healthz(component, port)
 
     def _start_kwok(self) -> None:
-        stages = [HERE / "pod-stages.yaml", *sorted(self.build.kwok_stages.glob("*.yaml"))]
+        stages = [
+            *pod_stage_files(self.directory / "kwok"),
+            *sorted(self.build.kwok_stages.glob("*.yaml")),
+        ]
         port = self.ports["kwok"]
         component = self.supervisor.start(
             "kwok",
