@@ -76,7 +76,8 @@ def test_aicps_token_holds_exactly_the_charts_cluster_role(real_cluster: RealBac
     aicp = real_cluster.cluster.api("aicp")
     aicp.get("/apis/batch/v1/jobs")  # granted: list jobs
     aicp.get("/apis/kueue.x-k8s.io/v1beta2/clusterqueues")
-    for forbidden in ("/api/v1/secrets", "/api/v1/configmaps", "/apis/apps/v1/deployments"):
+    aicp.get("/apis/apps/v1/deployments")  # an inference service's
+    for forbidden in ("/api/v1/secrets", "/api/v1/configmaps", "/apis/apps/v1/statefulsets"):
         with pytest.raises(ApiError) as refused:
             aicp.get(forbidden)
         assert refused.value.status == 403, forbidden
