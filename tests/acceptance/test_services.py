@@ -2,15 +2,14 @@
 and back, rolled out to a new image, scaled and deleted by hand (undone and recorded), sharing
 a pool's quota with a batch workload, and deleted.
 
-Runs on kubesim. On the real cluster a service's replicas would run without Kueue: its launcher
-does not register Kueue's admission webhooks yet, so nothing gates them (docs/REAL-CLUSTER.md).
+On both clusters: on the real one, Kueue's plain-pod integration (its pod webhooks registered)
+gates every replica until the pool's ClusterQueue admits its own Workload
+(docs/REAL-CLUSTER.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import pytest
 
 from app.kube.apply import apply, get
 from app.kube.resources import DEPLOYMENTS, SERVICES
@@ -20,12 +19,6 @@ from tests.support.waiting import wait_until
 
 # The replicas' container: ready at once, running until deleted.
 SERVING: dict[str, Any] = {"env": {}}
-
-
-@pytest.fixture(autouse=True)
-def kubesim_only(scenario: Scenario) -> None:
-    if scenario.backend != "kubesim":
-        pytest.skip("the real cluster does not register Kueue's pod webhooks yet")
 
 
 async def event_reasons(scenario: Scenario, name: str) -> list[tuple[str, str | None]]:

@@ -7,7 +7,8 @@ once on kubesim and once on it.
   built (`make real-cluster`) or a component does not start.
 - ``cluster`` (function, parametrized ``kubesim`` / ``real``): a cluster for one test. On the
   real one aicp gets a kubeconfig holding only the chart's ClusterRole, and after the test every
-  `aicp-*` namespace, queue and Job the test left is removed, so the next test starts clean.
+  `aicp-*` namespace, queue, Job and Deployment the test left is removed, so the next test
+  starts clean.
 """
 
 from __future__ import annotations
@@ -59,12 +60,13 @@ class RealBackend:
         return client.ApiClient(configuration)
 
     async def clean(self) -> None:
-        """Remove what a test left: its Jobs (finalizers stripped), pods, queues, namespaces.
+        """Remove what a test left: its Jobs (finalizers stripped), Deployments, pods, queues,
+        namespaces.
 
         Namespaces of earlier tests may still be terminating, and anything may vanish between
         the list and the call: a 404 means done."""
         async with self.api_client() as api:
-            core, batch = client.CoreV1Api(api), client.BatchV1Api(api)
+            core, batch, apps = client.CoreV1Api(api), client.BatchV1Api(api), client.AppsV1Api(api)
             custom = client.CustomObjectsApi(api)
             namespaces = [
                 ns.metadata.name
@@ -81,6 +83,12 @@ class RealBackend:
                         )
                 await _unless_gone(
                     batch.delete_collection_namespaced_job(
+                        namespace, propagation_policy="Background"
+                    )
+                )
+                # A service's Deployment first, or its ReplicaSet replaces the pods deleted next.
+                await _unless_gone(
+                    apps.delete_collection_namespaced_deployment(
                         namespace, propagation_policy="Background"
                     )
                 )
