@@ -1,20 +1,39 @@
 """The dashboard's inference services in a real browser (Debian's Chromium, headless, through
 Playwright) against the full service on kubesim: the project page's services table changing
-live, the service page's status and replica pods, an editor scaling and deleting, a viewer
-offered no write, a service pasted as YAML in the submit view, HTML shown as text.
+live, the service page's status, replica pods and followed logs, an editor scaling and
+deleting, a viewer offered no write, a service pasted as YAML in the submit view, HTML shown
+as text.
 ``AICP_UPDATE_SCREENSHOTS=1`` also writes the screenshots of docs/screenshots/."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.async_api import expect
 
 from tests.e2e.test_dashboard import no_serious_violations, screenshot
 from tests.support.browser import PHONE, new_page, record_states, sign_in, states_seen
 from tests.support.scenario import NAMESPACE, POOL, PROJECT
 from tests.support.service import RunningService
+
+
+@pytest.fixture(autouse=True)
+async def services_deleted(running_service: RunningService) -> AsyncIterator[None]:
+    """Each test's services are deleted at its end, and waited for until gone: a page follows
+    its replicas' logs, which kubesim serves until the replica's pod is gone."""
+    yield
+    scenario = running_service.scenario()
+    listed = await scenario.request("GET", scenario.services, accept=(200, 404))
+    names = [service["name"] for service in listed.json().get("items", [])]
+    for name in names:
+        await scenario.request("DELETE", f"{scenario.services}/{name}", accept=(202, 404))
+    for name in names:
+        await scenario.wait_absent(f"{scenario.services}/{name}", timeout=45)
+
 
 SERVICE_YAML = """\
 kind: Service
@@ -26,6 +45,8 @@ accelerators: 1
 cpu: "4"
 memory: 16Gi
 replicas: 1
+env:
+  KUBESIM_LOG: "chat: serving on :8000"
 labels:
   team: nlp
 """
@@ -118,6 +139,7 @@ async def test_an_editor_creates_scales_and_deletes_a_service_from_its_page(
     await expect(pods.first.locator("td").nth(2)).to_have_text("yes")
     await expect(page.locator("#spec")).to_contain_text("ghcr.io/acme/serve:2.1")
     await expect(page.locator("#events")).to_contain_text("token alice")
+    await expect(page.locator("#logs")).to_have_text("chat: serving on :8000\n")
 
     replicas = page.get_by_label("Replicas", exact=True)
     await expect(replicas).to_have_value("1")
@@ -127,6 +149,11 @@ async def test_an_editor_creates_scales_and_deletes_a_service_from_its_page(
     await expect(facts).to_contain_text("2 of 2 desired", timeout=30_000)
     await expect(pods).to_have_count(2)
     await expect(page.locator("#events")).to_contain_text("Scaled")
+    await expect(page.locator("#events")).to_contain_text("2 of 2 replicas ready")
+    # The follow starts again with both replicas, each line named by its pod.
+    lines = page.locator("#logs")
+    await expect(lines).to_contain_text(re.compile(r"\[chat-[a-z0-9-]+\] chat: serving on :8000"))
+    await expect(page.locator("#log-pod option")).to_have_count(3)  # all, and each replica
     scaled = await scenario.read_service("chat")
     assert scaled is not None and scaled["spec"]["replicas"] == 2 and scaled["generation"] == 2
     await no_serious_violations(page)
@@ -151,7 +178,7 @@ async def test_a_viewer_is_offered_no_write_and_server_text_shows_as_text(
     scenario = running_service.scenario()
     await scenario.setup_pool(accelerators=2)
     hostile = "<img src=x onerror=window.__pwned=1><b>bold</b>"
-    await scenario.create_service("html-chat", command=[hostile], env={"NOTE": hostile})
+    await scenario.create_service("html-chat", command=[hostile], env={"KUBESIM_LOG": hostile})
     token = await scenario.token("viewer", name="vic")
     page = await new_page(browser)
     await sign_in(page, running_service.url, token)
@@ -160,6 +187,7 @@ async def test_a_viewer_is_offered_no_write_and_server_text_shows_as_text(
     await expect(page.locator("#state")).to_have_text("READY", timeout=30_000)
     await expect(page.locator("#pods tbody tr")).to_have_count(1)
     await expect(page.locator("#spec")).to_contain_text(hostile)
+    await expect(page.locator("#logs")).to_contain_text(hostile)
     assert await page.get_by_role("button", name="Scale").count() == 0
     assert await page.get_by_role("button", name="Delete").count() == 0
     assert await page.locator("#scale, #actions").count() == 0

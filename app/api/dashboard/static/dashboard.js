@@ -30,6 +30,25 @@ function enc(value) {
   return encodeURIComponent(value);
 }
 
+// `task` run once per call, except that calls made while it runs make one more run after it
+// (not one each): a read asked for on every change, never two at once, and never missing the
+// last change.
+function coalesced(task) {
+  let running = null;
+  let again = false;
+  return function run() {
+    if (running) { again = true; return running; }
+    running = (async () => {
+      try {
+        do { again = false; await task(); } while (again);
+      } finally {
+        running = null;
+      }
+    })();
+    return running;
+  };
+}
+
 class ApiError extends Error {
   constructor(status, problem) {
     super(problem?.detail || `HTTP ${status}`);
@@ -83,7 +102,7 @@ function gpus(workload) {
   return (spec.accelerators || 0) * (spec.replicas || 1);
 }
 
-// Follows an API stream (`streamPath`: SSE with ADDED, MODIFIED and DELETED, each `{"type",
+// Keeps a view live from an API stream (`streamPath`: SSE with ADDED, MODIFIED and DELETED, each `{"type",
 // "object"}`), calling `onEvent(type, object)` per event; `onFresh()` runs before a stream that
 // starts over (its first events are every current object again), `onOpen()` once one is open.
 // The browser resumes a lost connection with Last-Event-ID; a stream closed once open (410: the
@@ -91,7 +110,7 @@ function gpus(workload) {
 // all (429: the token has too many open), `poll()` runs at once and every POLL_SECONDS instead,
 // until it returns false (a `poll()` that throws is tried again). `say(text)` tells which of the
 // two keeps the view live.
-function follow(streamPath, { onEvent, onFresh = () => {}, onOpen = () => {}, poll, say, liveText }) {
+function keepLive(streamPath, { onEvent, onFresh = () => {}, onOpen = () => {}, poll, say, liveText }) {
   let source = null;
   let stopped = false;
 
@@ -438,7 +457,7 @@ function servicesTable(project) {
     return true;
   }
 
-  follow(`${API}/${base}?watch=true`, {
+  keepLive(`${API}/${base}?watch=true`, {
     onEvent: apply,
     onFresh: () => { rows.clear(); tbody.replaceChildren(); },
     onOpen: () => { empty.hidden = rows.size > 0; },
@@ -449,6 +468,90 @@ function servicesTable(project) {
   setInterval(() => {
     for (const cell of tbody.querySelectorAll("td[data-created]")) setText(cell, age(cell.dataset.created));
   }, 15000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The logs of a workload or a service: `pre#logs`, `#logs-status`, the `#follow` button and
+// `select`, which picks one source (`param=` its value: a rank, a pod) or all (""). Followed
+// (`GET {path}/logs?follow=true&tail=200`) until the containers end or the person stops it;
+// the page keeps the newest MAX_LOG_LINES lines.
+
+function logPane({ path, select, param, waiting }) {
+  const logs = document.getElementById("logs");
+  const logsStatus = document.getElementById("logs-status");
+  const followButton = document.getElementById("follow");
+  let follow = null; // AbortController of the log follow
+  let wantFollow = true;
+
+  function appendLines(text) {
+    logs.append(document.createTextNode(text));
+    // Bounded: the page keeps the newest lines only.
+    let lines = logs.textContent.split("\n");
+    if (lines.length > MAX_LOG_LINES) {
+      lines = lines.slice(lines.length - MAX_LOG_LINES);
+      logs.textContent = lines.join("\n");
+    }
+    logs.scrollTop = logs.scrollHeight;
+  }
+
+  async function startFollow() {
+    if (follow || !wantFollow) return;
+    const controller = new AbortController();
+    follow = controller;
+    followButton.setAttribute("aria-pressed", "true");
+    followButton.textContent = "Stop following";
+    const query = new URLSearchParams({ follow: "true", tail: "200" });
+    if (select.value !== "") query.set(param, select.value);
+    logs.textContent = "";
+    logsStatus.textContent = "Following…";
+    try {
+      const response = await fetch(`${API}/${path}/logs?${query}`, { signal: controller.signal });
+      if (!response.ok) {
+        const problem = await response.json().catch(() => ({}));
+        logsStatus.textContent = response.status === 404 && waiting
+          ? waiting
+          : problem.detail || `HTTP ${response.status}`;
+        return;
+      }
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        appendLines(decoder.decode(value, { stream: true }));
+      }
+      logsStatus.textContent = "The containers ended; nothing more to follow.";
+    } catch (error) {
+      if (error.name !== "AbortError") logsStatus.textContent = error.message;
+      else logsStatus.textContent = "Not following.";
+    } finally {
+      if (follow === controller) follow = null;
+      followButton.setAttribute("aria-pressed", "false");
+      followButton.textContent = "Follow";
+    }
+  }
+
+  function stopFollow() {
+    if (follow) follow.abort();
+    follow = null;
+  }
+
+  function restart() {
+    // After the aborted follow's own ending (a promise's), so that its `finally` runs first.
+    stopFollow();
+    wantFollow = true;
+    setTimeout(startFollow, 0);
+  }
+
+  followButton.addEventListener("click", () => {
+    if (follow) { wantFollow = false; stopFollow(); } else { wantFollow = true; startFollow(); }
+  });
+  select.addEventListener("change", restart);
+  return {
+    start: startFollow, // unless following already, or the person stopped it
+    restart,
+    get following() { return follow !== null; },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,93 +633,25 @@ async function workloadView() {
   const project = body.dataset.project;
   const name = body.dataset.workload;
   const path = `projects/${enc(project)}/workloads/${enc(name)}`;
-  const logs = document.getElementById("logs");
-  const logsStatus = document.getElementById("logs-status");
-  const followButton = document.getElementById("follow");
   const rank = document.getElementById("rank");
   const actionStatus = document.getElementById("action-status");
   let current = null;
-  let follow = null; // AbortController of the log follow
-  let wantFollow = true;
-  let refreshing = null;
-
-  async function refreshTrail() {
-    // Called once per change of the workload (never on a timer); overlapping calls coalesce.
-    if (refreshing) return refreshing;
-    refreshing = (async () => {
-      try {
-        const [timeline, events] = await Promise.all([
-          api(`/${"projects"}/${enc(project)}/workloads/${enc(name)}/timeline`),
-          api(`${path}/events?limit=100`),
-        ]);
-        renderTimeline(timeline);
-        renderEvents(events);
-      } catch (error) {
-        if (error.status !== 404) actionStatus.textContent = error.message;
-      } finally {
-        refreshing = null;
-      }
-    })();
-    return refreshing;
-  }
-
-  function appendLines(text) {
-    logs.append(document.createTextNode(text));
-    // Bounded: the page keeps the newest lines only.
-    let lines = logs.textContent.split("\n");
-    if (lines.length > MAX_LOG_LINES) {
-      lines = lines.slice(lines.length - MAX_LOG_LINES);
-      logs.textContent = lines.join("\n");
-    }
-    logs.scrollTop = logs.scrollHeight;
-  }
-
-  async function startFollow() {
-    if (follow || !wantFollow) return;
-    const controller = new AbortController();
-    follow = controller;
-    followButton.setAttribute("aria-pressed", "true");
-    followButton.textContent = "Stop following";
-    const query = new URLSearchParams({ follow: "true", tail: "200" });
-    if (rank.value !== "") query.set("replica", rank.value);
-    logs.textContent = "";
-    logsStatus.textContent = "Following…";
+  // Called once per change of the workload (never on a timer); overlapping calls coalesce.
+  const refreshTrail = coalesced(async () => {
     try {
-      const response = await fetch(`${API}/${path}/logs?${query}`, { signal: controller.signal });
-      if (!response.ok) {
-        const problem = await response.json().catch(() => ({}));
-        logsStatus.textContent = response.status === 404
-          ? "No pod has started yet; the logs follow once one does."
-          : problem.detail || `HTTP ${response.status}`;
-        return;
-      }
-      const reader = response.body.getReader();
-      const decoder = new TextDecoder();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        appendLines(decoder.decode(value, { stream: true }));
-      }
-      logsStatus.textContent = "The containers ended; nothing more to follow.";
+      const [timeline, events] = await Promise.all([
+        api(`/${"projects"}/${enc(project)}/workloads/${enc(name)}/timeline`),
+        api(`${path}/events?limit=100`),
+      ]);
+      renderTimeline(timeline);
+      renderEvents(events);
     } catch (error) {
-      if (error.name !== "AbortError") logsStatus.textContent = error.message;
-      else logsStatus.textContent = "Not following.";
-    } finally {
-      if (follow === controller) follow = null;
-      followButton.setAttribute("aria-pressed", "false");
-      followButton.textContent = "Follow";
+      if (error.status !== 404) actionStatus.textContent = error.message;
     }
-  }
-
-  function stopFollow() {
-    if (follow) follow.abort();
-    follow = null;
-  }
-
-  followButton.addEventListener("click", () => {
-    if (follow) { wantFollow = false; stopFollow(); } else { wantFollow = true; startFollow(); }
   });
-  rank.addEventListener("change", () => { stopFollow(); wantFollow = true; setTimeout(startFollow, 0); });
+
+  const pane = logPane({ path, select: rank, param: "replica",
+    waiting: "No pod has started yet; the logs follow once one does." });
 
   function show(w) {
     current = w;
@@ -629,7 +664,7 @@ async function workloadView() {
       label.hidden = false;
     }
     const state = w.status?.state;
-    if (["RUNNING", "SUCCEEDED", "FAILED"].includes(state) && !follow) startFollow();
+    if (["RUNNING", "SUCCEEDED", "FAILED"].includes(state)) pane.start();
     refreshTrail();
   }
 
@@ -790,23 +825,16 @@ async function serviceView() {
   const actions = document.getElementById("actions"); // absent for viewers
   let current = null;
   let shown = "";
-  let refreshing = null;
   let live = null;
 
-  async function refreshEvents() {
-    // Once per change of the service (never on a timer); overlapping calls coalesce.
-    if (refreshing) return refreshing;
-    refreshing = (async () => {
-      try {
-        renderEvents(await api(`${path}/events?limit=100`));
-      } catch (error) {
-        if (error.status !== 404) status.textContent = error.message;
-      } finally {
-        refreshing = null;
-      }
-    })();
-    return refreshing;
-  }
+  // Once per change of the service (never on a timer); overlapping calls coalesce.
+  const refreshEvents = coalesced(async () => {
+    try {
+      renderEvents(await api(`${path}/events?limit=100`));
+    } catch (error) {
+      if (error.status !== 404) status.textContent = error.message;
+    }
+  });
 
   function gone(message) {
     if (live) live.stop();
@@ -818,6 +846,29 @@ async function serviceView() {
     refreshEvents();
   }
 
+  // The logs: all replicas, or the one picked. A follow reads the replicas running when it
+  // starts, so it starts again when they change.
+  const podSelect = document.getElementById("log-pod");
+  const pane = logPane({ path, select: podSelect, param: "pod", waiting: null });
+  let podNames = "";
+  let runningNames = "";
+
+  function followLogs(service) {
+    const pods = service.status?.pods || [];
+    const names = pods.map((pod) => pod.name);
+    if (names.join(" ") !== podNames) {
+      const picked = podSelect.value;
+      podSelect.replaceChildren(el("option", { value: "", text: "all" }),
+        ...names.map((pod) => el("option", { value: pod, text: pod })));
+      podSelect.value = names.includes(picked) ? picked : "";
+      podNames = names.join(" ");
+    }
+    const running = pods.filter((pod) => pod.phase === "Running").map((pod) => pod.name).join(" ");
+    if (running === runningNames) return;
+    runningNames = running;
+    if (pane.following) pane.restart(); else if (running) pane.start();
+  }
+
   function show(service) {
     const text = JSON.stringify(service);
     if (text === shown) return;
@@ -826,6 +877,7 @@ async function serviceView() {
     current = service;
     renderService(service);
     if (scale) scale.sync(service, first);
+    followLogs(service);
     refreshEvents();
   }
 
@@ -844,7 +896,7 @@ async function serviceView() {
   const controls = { path, current: () => current, show, read, report };
   const scale = actions ? scaleControl(controls) : null;
   if (actions) deleteControl(controls);
-  live = follow(`${API}/${path}/watch`, {
+  live = keepLive(`${API}/${path}/watch`, {
     onEvent: (type, service) => {
       if (type === "DELETED") gone("This service is gone (deleted).");
       else show(service);
