@@ -203,6 +203,10 @@ async def test_a_viewer_is_offered_no_write_and_server_text_shows_as_text(
         }"""
     )
     assert refused == 403
+    await scenario.submit("viewed", accelerators=0)  # a workload's page offers a viewer none
+    await page.goto(f"{running_service.url}/projects/{PROJECT}/workloads/viewed")
+    await expect(page.locator("#state")).not_to_be_empty()
+    assert await page.locator("#delete, #replace").count() == 0
     narrow = await new_page(browser, PHONE)
     await sign_in(narrow, running_service.url, token)
     await narrow.goto(f"{running_service.url}/projects/{PROJECT}/services/html-chat")

@@ -668,9 +668,10 @@ async function workloadView() {
     refreshTrail();
   }
 
+  const replaceSpec = document.getElementById("replace-spec"); // absent for viewers
   try {
     const w = await api(path);
-    document.getElementById("replace-spec").value = JSON.stringify(specBody(w), null, 2);
+    if (replaceSpec) replaceSpec.value = JSON.stringify(specBody(w), null, 2);
     show(w);
   } catch (error) {
     document.getElementById("gone").hidden = false;
@@ -688,6 +689,8 @@ async function workloadView() {
     source.close();
     refreshTrail();
   });
+
+  if (!replaceSpec) return; // a viewer: no write controls
 
   // Delete: two steps, no dialog.
   const del = document.getElementById("delete");
