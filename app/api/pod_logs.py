@@ -8,7 +8,8 @@ against the follow limits (app/streams/follows.py).
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 from litestar import Request
@@ -21,6 +22,7 @@ from app.kube.apply import LogRead, follow_pod_log, pod_logs
 from app.kube.client import KubeClient
 from app.kube.errors import KubeError
 from app.kube.errors import NotFound as KubeNotFound
+from app.streams.follows import STATE_KEY as FOLLOWS_KEY
 from app.streams.follows import Follows, OpenFollow
 
 DEFAULT_TAIL = 100
@@ -114,6 +116,24 @@ async def _counted(
     finally:
         if follows is not None and held is not None:
             follows.close(held)
+
+
+@contextlib.contextmanager
+def follow_slot(
+    request: Request[Any, Any, Any], actor: str, project_id: uuid.UUID, follow: bool
+) -> Iterator[tuple[Follows | None, OpenFollow | None]]:
+    """The replica's follow limits and, for `follow=true`, a place among them, taken before
+    the request costs a database or a Kubernetes read (429 beyond a limit). The place is given
+    back here when the request fails before its stream begins; once it streams, the stream
+    gives it back when it ends."""
+    follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
+    held = follows.open_follow(actor, project_id) if follow and follows else None
+    try:
+        yield follows, held
+    except BaseException:
+        if follows is not None and held is not None:
+            follows.close(held)
+        raise
 
 
 def follow_stream(

@@ -20,6 +20,7 @@ from app.api.pod_logs import (
     Follow,
     Since,
     Tail,
+    follow_slot,
     follow_stream,
     joined_text,
     started,
@@ -33,8 +34,6 @@ from app.kube.apply import LogRead
 from app.kube.client import KubeClient
 from app.kube.resources import request_json
 from app.store import services
-from app.streams.follows import STATE_KEY as FOLLOWS_KEY
-from app.streams.follows import Follows
 
 PodName = Annotated[
     str | None,
@@ -81,10 +80,7 @@ async def get_service_logs(
     follow: Follow = False,
 ) -> Response[Any]:
     project = caller.require_project()
-    follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
-    # A follow past its limits is refused before it costs a database or a Kubernetes read.
-    held = follows.open_follow(caller.actor, project.id) if follow and follows else None
-    try:
+    with follow_slot(request, caller.actor, project.id, follow) as (follows, held):
         async with db.connection() as conn:
             service_id = await services.get_id(conn, project, name)
         kube: KubeClient | None = request.app.state.get("kube")
@@ -110,10 +106,6 @@ async def get_service_logs(
             return follow_stream(request, follows, held, kube, namespace, running, read)
         body = await joined_text(kube, namespace, chosen, read)
         return Response(body, media_type="text/plain; charset=utf-8")
-    except BaseException:
-        if follows is not None and held is not None:
-            follows.close(held)  # refused or failed before its stream began
-        raise
 
 
 ROUTES = [get_service_logs]

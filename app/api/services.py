@@ -3,32 +3,35 @@ ClusterIP Service, each replica admitted by Kueue against the compute pool's quo
 (and above) write; every member of the project reads. Reads come from PostgreSQL, never from
 the cluster."""
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, patch, post, put
 from litestar.params import JSONBody, Parameter, QueryParameter
 
-from app.api.auth import requires
+from app.api.auth import ProjectRef, requires
 from app.api.creating import CreateLease
 from app.api.deps import CallerDep, DbDep
-from app.api.docs import CREATE, DELETE, READ, WRITE, problems, success
+from app.api.docs import CREATE, DELETE, READ, STREAM, STREAMS, WRITE, problems, stream_of, success
 from app.api.dry_runs import DryRun, answer, create_dry, stored, transaction
 from app.api.events import trail
 from app.api.idempotency import Created, IdempotencyKey
 from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
+from app.api.watches import LastEventId, open_stream, stream_doc
 from app.api.workloads import cluster_nodes
 from app.domain.dry_runs import ServiceDryRun
 from app.domain.errors import FieldError, ValidationFailed
-from app.domain.service_resources import ServiceList, ServiceResource
+from app.domain.service_resources import ServiceList, ServiceResource, ServiceWatchEvent
 from app.domain.service_specs import ServiceScale, ServiceSpec
 from app.domain.specs import NAME_PATTERN
 from app.domain.states import Role, ServiceState
 from app.domain.validation import check_service
 from app.domain.workload_resources import EventList
 from app.store import services, workloads
-from app.store.db import Connection
+from app.store.db import Connection, Database
+from app.streams.kinds import SERVICE_STREAM
 
 PATH = "/projects/{project:str}/services"
 ONE = PATH + "/{name:str}"
@@ -120,15 +123,31 @@ async def create_service(
     return await lease.respond(request, db, caller, create)
 
 
+STREAM_DOC = stream_doc("service")
+WatchFlag = Annotated[
+    bool,
+    Parameter(
+        description="Answer `text/event-stream`: each matching service, then every change "
+        "(one that stops matching the filters is sent as DELETED)"
+    ),
+]
+
+
 @get(
     PATH,
-    summary="List services",
+    summary="List services, or stream them (`?watch=true`)",
     description="Newest first; filter by `state`, `compute_pool` and `name_contains`; page "
-    "with `cursor`.",
-    responses={200: success(ServiceList, "A page of services"), **problems(*READ)},
+    "with `cursor`. With `watch=true`, a Server-Sent Events stream of the matching services "
+    "instead (no paging)." + STREAM_DOC,
+    responses={
+        200: success(ServiceList, "A page of services; `text/event-stream` with watch=true"),
+        **problems(*STREAM),
+    },
     tags=["services"],
+    opt={STREAMS: ServiceWatchEvent},
 )
 async def list_services(
+    request: Request[Any, Any, Any],
     caller: CallerDep,
     db: DbDep,
     paging: PagingDep,
@@ -137,18 +156,44 @@ async def list_services(
     name_contains: NameContainsFilter = None,
     limit: Limit = DEFAULT_LIMIT,
     cursor: CursorParam = None,
-) -> ServiceList:
+    watch: WatchFlag = False,
+    last_event_id: LastEventId = None,
+) -> Response[Any]:
     project = caller.require_project()
     state = _state(state_filter)
-    page = paging.list("services", project.id, state, compute_pool, name_contains)
     async with db.connection() as conn:
         view = await workloads.workload_filter(
             conn, project.id, state=state, compute_pool=compute_pool, name_contains=name_contains
         )
-        items, position = await services.page(
-            conn, project, view, after=page.after(cursor), limit=limit
-        )
-    return ServiceList(items=items, next_cursor=page.next(position))
+        if not watch:
+            page = paging.list("services", project.id, state, compute_pool, name_contains)
+            items, position = await services.page(
+                conn, project, view, after=page.after(cursor), limit=limit
+            )
+            return Response(ServiceList(items=items, next_cursor=page.next(position)))
+    # The stream holds no connection of its own while it is open.
+    return await open_stream(request, caller, db, view, last_event_id, SERVICE_STREAM)
+
+
+@get(
+    ONE + "/watch",
+    summary="Stream a service's changes",
+    description="A Server-Sent Events stream: the service now (ADDED), then one event per "
+    "change of its spec, state, reason, replicas, pods or endpoint (MODIFIED), and DELETED "
+    "when it is gone, which ends the stream." + STREAM_DOC,
+    media_type="text/event-stream",
+    responses={200: stream_of(ServiceWatchEvent), **problems(*STREAM)},
+    tags=["services"],
+)
+async def watch_service(
+    request: Request[Any, Any, Any],
+    caller: CallerDep,
+    db: DbDep,
+    name: str = NamePath,
+    last_event_id: LastEventId = None,
+) -> Response[Any]:
+    view = workloads.WorkloadFilter(name=name)
+    return await open_stream(request, caller, db, view, last_event_id, SERVICE_STREAM)
 
 
 @get(
@@ -166,6 +211,24 @@ async def get_service(
     async with db.connection() as conn:
         found = await services.get(conn, caller.require_project(), name)
     return versioned(found, 200)
+
+
+async def _new_generation(
+    db: Database,
+    project: ProjectRef,
+    name: str,
+    write: Callable[[Connection], Awaitable[ServiceResource]],
+    *,
+    dry_run: bool,
+) -> Response[Any]:
+    """A replace or a scale: 202 with the new generation, or with `dry_run` 200 with what it
+    would store and change (the write rolled back)."""
+    async with transaction(db, dry_run=dry_run) as conn:
+        before = await stored(services.get(conn, project, name)) if dry_run else None
+        written = await write(conn)
+    if dry_run:
+        return answer(ServiceDryRun, written, before, 202)
+    return versioned(written, 202)
 
 
 @put(
@@ -200,19 +263,14 @@ async def replace_service(
     raise_violations(violations)
     if_match = expected_generation(request)
     project = caller.require_project()
-    async with transaction(db, dry_run=dry_run) as conn:
-        before = await stored(services.get(conn, project, name)) if dry_run else None
-        replaced = await services.replace(
-            conn,
-            project,
-            data,
-            if_match=if_match,
-            actor=caller.actor,
-            nodes=cluster_nodes(request),
+    nodes = cluster_nodes(request)
+
+    async def write(conn: Connection) -> ServiceResource:
+        return await services.replace(
+            conn, project, data, if_match=if_match, actor=caller.actor, nodes=nodes
         )
-    if dry_run:
-        return answer(ServiceDryRun, replaced, before, 202)
-    return versioned(replaced, 202)
+
+    return await _new_generation(db, project, name, write, dry_run=dry_run)
 
 
 @patch(
@@ -242,14 +300,13 @@ async def scale_service(
 ) -> Response[Any]:
     if_match = expected_generation(request)
     project = caller.require_project()
-    async with transaction(db, dry_run=dry_run) as conn:
-        before = await stored(services.get(conn, project, name)) if dry_run else None
-        scaled = await services.scale(
+
+    async def write(conn: Connection) -> ServiceResource:
+        return await services.scale(
             conn, project, name, data.replicas, if_match=if_match, actor=caller.actor
         )
-    if dry_run:
-        return answer(ServiceDryRun, scaled, before, 202)
-    return versioned(scaled, 202)
+
+    return await _new_generation(db, project, name, write, dry_run=dry_run)
 
 
 @delete(
@@ -304,6 +361,7 @@ async def service_events(
 ROUTES = [
     create_service,
     list_services,
+    watch_service,
     get_service,
     replace_service,
     scale_service,

@@ -33,6 +33,7 @@ from app.api.pod_logs import (
     Follow,
     Since,
     Tail,
+    follow_slot,
     follow_stream,
     joined_text,
     started,
@@ -50,7 +51,6 @@ from app.kube.resources import request_json
 from app.store import reconciling, workloads
 from app.store.db import Database
 from app.store.reconciling import WorkloadRow
-from app.streams.follows import STATE_KEY as FOLLOWS_KEY
 from app.streams.follows import Follows, OpenFollow
 
 Replica = Annotated[
@@ -179,10 +179,7 @@ async def get_logs(
     follow: Follow = False,
 ) -> Response[Any]:
     project = caller.require_project()
-    follows: Follows | None = request.app.state.get(FOLLOWS_KEY)
-    # A follow past its limits is refused before it costs a database or a Kubernetes read.
-    held = follows.open_follow(caller.actor, project.id) if follow and follows else None
-    try:
+    with follow_slot(request, caller.actor, project.id, follow) as (follows, held):
         row = await _current_row(db, project, name)
         _check_selectors(row, replica, rank)
         kube: KubeClient | None = request.app.state.get("kube")
@@ -195,10 +192,6 @@ async def get_logs(
             return _follow_stream(request, follows, held, kube, row, name, namespace, chosen, read)
         body = await joined_text(kube, namespace, chosen, read)
         return Response(body, media_type="text/plain; charset=utf-8")
-    except BaseException:
-        if follows is not None and held is not None:
-            follows.close(held)  # refused or failed before its stream began
-        raise
 
 
 async def _chosen_pods(
@@ -237,13 +230,13 @@ def _follow_stream(
 ) -> Stream:
     """`follow=true`: the chosen pods that have started, streamed line by line (counted against
     the follow limits) until their containers end; 404 while none has started."""
-    started = [(str(pod["metadata"]["name"]), label) for pod, label in chosen if started(pod)]
-    if not started:
+    running = [(str(pod["metadata"]["name"]), label) for pod, label in chosen if started(pod)]
+    if not running:
         raise NotFound(
             f"No pod of workload {name!r} has started yet (state {row.state}); follow "
             "its logs once it runs."
         )
-    return follow_stream(request, follows, held, kube, namespace, started, read)
+    return follow_stream(request, follows, held, kube, namespace, running, read)
 
 
 ROUTES = [get_logs, get_manifest]

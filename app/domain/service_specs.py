@@ -14,13 +14,7 @@ from typing import Annotated
 
 import msgspec
 
-from app.domain.specs import (
-    PRINTABLE_PATTERN,
-    EnvKey,
-    PoolName,
-    Priority,
-    Quantity,
-)
+from app.domain.specs import Arguments, Environment, Image, PoolName, Priority, Quantity
 from app.domain.text import whole
 
 #: A DNS-1035 label: a Kubernetes Service's name must start with a letter.
@@ -62,24 +56,10 @@ class ServiceSpec(_Body):
 
     name: ServiceName
     compute_pool: PoolName
-    image: Annotated[
-        str,
-        msgspec.Meta(
-            pattern=PRINTABLE_PATTERN,
-            min_length=1,
-            max_length=512,
-            examples=["ghcr.io/acme/serve:2.1"],
-        ),
-    ]
-    command: Annotated[
-        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
-    ] = []
-    args: Annotated[
-        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
-    ] = []
-    env: Annotated[
-        dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]], msgspec.Meta(max_length=64)
-    ] = {}
+    image: Image
+    command: Arguments = []
+    args: Arguments = []
+    env: Environment = {}
     accelerators: Annotated[int, msgspec.Meta(ge=0, le=64, description="per replica")] = 0
     cpu: Annotated[Quantity, msgspec.Meta(description="per replica")] = "1"
     memory: Annotated[Quantity, msgspec.Meta(description="per replica")] = "1Gi"

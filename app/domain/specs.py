@@ -156,6 +156,22 @@ class PoolPatch(_Body):
 
 
 EnvKey = Annotated[str, msgspec.Meta(pattern=ENV_KEY_PATTERN, max_length=128)]
+#: What a pod's container runs, as workloads and services name it.
+Image = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=PRINTABLE_PATTERN,
+        min_length=1,
+        max_length=512,
+        examples=["ghcr.io/acme/train:1.4"],
+    ),
+]
+Arguments = Annotated[
+    list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
+]
+Environment = Annotated[
+    dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]], msgspec.Meta(max_length=64)
+]
 
 
 class WorkloadSpec(_Body):
@@ -163,24 +179,10 @@ class WorkloadSpec(_Body):
 
     name: WorkloadName
     compute_pool: PoolName
-    image: Annotated[
-        str,
-        msgspec.Meta(
-            pattern=PRINTABLE_PATTERN,
-            min_length=1,
-            max_length=512,
-            examples=["ghcr.io/acme/train:1.4"],
-        ),
-    ]
-    command: Annotated[
-        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
-    ] = []
-    args: Annotated[
-        list[Annotated[str, msgspec.Meta(max_length=4096)]], msgspec.Meta(max_length=64)
-    ] = []
-    env: Annotated[
-        dict[EnvKey, Annotated[str, msgspec.Meta(max_length=32768)]], msgspec.Meta(max_length=64)
-    ] = {}
+    image: Image
+    command: Arguments = []
+    args: Arguments = []
+    env: Environment = {}
     accelerators: Annotated[int, msgspec.Meta(ge=0, le=64, description="per replica")] = 0
     cpu: Quantity = "1"
     memory: Quantity = "1Gi"
