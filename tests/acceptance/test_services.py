@@ -1,6 +1,6 @@
 """Inference services end to end: created READY on two nodes, scaled past the pool's quota
 and back, rolled out to a new image, scaled and deleted by hand (undone and recorded), sharing
-a pool's quota with a batch workload, and deleted.
+a pool's quota with a batch workload, autoscaled, and deleted.
 
 On both clusters: on the real one, Kueue's plain-pod integration (its pod webhooks registered)
 gates every replica until the pool's ClusterQueue admits its own Workload
@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from app.kube.apply import apply, get
-from app.kube.resources import DEPLOYMENTS, SERVICES
+from app.kube.resources import (
+    DEPLOYMENTS,
+    HORIZONTAL_POD_AUTOSCALERS,
+    NETWORK_POLICIES,
+    POD_DISRUPTION_BUDGETS,
+    SERVICES,
+)
 from tests.acceptance.conftest import Scenario
 from tests.support.scenario import POOL
 from tests.support.waiting import wait_until
@@ -159,3 +165,29 @@ async def test_a_deleted_service_leaves_nothing_behind(scenario: Scenario) -> No
         scenario.namespace, label_selector="aicp.dev/service=chat", _preload_content=False
     )
     assert (await pods.json())["items"] == []  # type: ignore[attr-defined]  # a raw response
+
+
+async def test_an_autoscaled_service_is_ready_at_its_minimum_and_leaves_no_object_behind(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool(accelerators=4)
+    await scenario.create_service("chat", autoscaling={"max_replicas": 2}, **SERVING)
+    ready = await scenario.wait_service("chat", "READY")
+    assert ready["status"]["replicas"]["desired"] == 1
+    # Read with aicp's own client: on the real cluster, the chart's ClusterRole.
+    kube, namespace = scenario.running.kube, scenario.namespace
+    autoscaler = await get(kube, HORIZONTAL_POD_AUTOSCALERS, namespace, "chat")
+    assert autoscaler is not None
+    assert (autoscaler["spec"]["minReplicas"], autoscaler["spec"]["maxReplicas"]) == (1, 2)
+
+    deleting = await scenario.client.delete(f"{scenario.services}/chat")
+    assert deleting.status_code == 202
+    await scenario.wait_absent(f"{scenario.services}/chat")
+    for resource in (
+        DEPLOYMENTS,
+        SERVICES,
+        POD_DISRUPTION_BUDGETS,
+        NETWORK_POLICIES,
+        HORIZONTAL_POD_AUTOSCALERS,
+    ):
+        assert await get(kube, resource, namespace, "chat") is None, resource.plural
