@@ -46,3 +46,29 @@ async def test_an_oom_killed_replica_degrades_the_service_until_it_recovers(
     assert recovered["status"]["reason"].startswith("2 of 2 replicas ready on ")
     types = [event["type"] for event in await scenario.service_events("chat")]
     assert types[-2:] == ["Degraded", "Ready"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "state"),
+    [
+        pytest.param({"replicas": 3, "accelerators": 1}, "PROGRESSING", id="waiting-for-quota"),
+        pytest.param({"env": {"KUBESIM_OOM_AFTER_SECONDS": "1"}}, "DEGRADED", id="crash-looping"),
+    ],
+)
+async def test_a_service_is_deleted_whatever_its_state(
+    scenario: Scenario, changes: dict[str, object], state: str
+) -> None:
+    if scenario.backend != "kubesim" and state == "DEGRADED":
+        pytest.skip("the real cluster's fake kubelet does not crash-loop a container")
+    await scenario.setup_pool(accelerators=2)
+    await scenario.create_service("chat", **changes)
+    await scenario.wait_service("chat", state)
+
+    deleting = await scenario.client.delete(f"{scenario.services}/chat")
+    assert deleting.status_code == 202, deleting.text
+
+    await scenario.wait_absent(f"{scenario.services}/chat")
+    pods = await scenario.running.kube.core.list_namespaced_pod(
+        scenario.namespace, label_selector="aicp.dev/service=chat", _preload_content=False
+    )
+    assert (await pods.json())["items"] == []  # type: ignore[attr-defined]  # a raw response
