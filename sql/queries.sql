@@ -625,8 +625,8 @@ ORDER BY e.id DESC
 LIMIT $4;
 
 -- ===== section: streams =====
--- app/store/changes.py: the workload change log (migration 0006) that the live streams read,
--- and the bookkeeping of who watches.
+-- app/store/changes.py: the change log of workloads and services (migrations 0006, 0025) that
+-- the live streams read, and the bookkeeping of who watches.
 
 -- name: changes_after
 -- The change feed's one read: up to $2 changes after change_id $1, in order, and the horizon of
@@ -651,10 +651,11 @@ SELECT (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END
        (SELECT min(change_id) FROM workload_changes) AS oldest;
 
 -- name: changes_of_project
--- Resuming a project's stream: its changes in ($2, $3] (of workload name $5 only, unless NULL),
--- oldest first, $4 at most; `row_bytes` sizes the next read (app.streams.opening).
+-- Resuming a project's stream of kind $6 ('workload', 'service'): its changes in ($2, $3] (of
+-- name $5 only, unless NULL), oldest first, $4 at most (index workload_changes_by_project_kind);
+-- `row_bytes` sizes the next read (app.streams.opening).
 SELECT c.*, octet_length(c::text) AS row_bytes FROM workload_changes c
-WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+WHERE project_id = $1 AND kind = $6 AND change_id > $2 AND change_id <= $3
   AND ($5::text IS NULL OR name = $5)
 ORDER BY change_id
 LIMIT $4;
@@ -663,7 +664,7 @@ LIMIT $4;
 -- How many changes a resume would replay (those of changes_of_project), counted up to $4.
 SELECT count(*) FROM (
     SELECT 1 FROM workload_changes
-    WHERE project_id = $1 AND change_id > $2 AND change_id <= $3
+    WHERE project_id = $1 AND kind = $6 AND change_id > $2 AND change_id <= $3
       AND ($5::text IS NULL OR name = $5)
     LIMIT $4
 ) replayed;
@@ -678,13 +679,14 @@ WHERE change_id < coalesce(
      ORDER BY change_id LIMIT 1),
     (SELECT max(change_id) + 1 FROM workload_changes));
 
--- name: workloads_watched
--- A stream's first events: the project's workloads (optionally one name $2, one state $3, one
--- pool by id $4, names matching the escaped ILIKE pattern $8), each with its newest change
+-- name: watched_now
+-- A stream's first events: the project's current resources of kind $9 ('workload' or
+-- 'service'; the view reads only that kind's table), optionally one name $2, one state $3,
+-- one pool by id $4, names matching the escaped ILIKE pattern $8, each with its newest change
 -- number (`change_id`). Oldest first, a page of $7 after ($5, $6); `row_bytes` sizes the next
 -- read (app.streams.opening).
-SELECT w.*, octet_length(w::text) AS row_bytes FROM workloads w
-WHERE project_id = $1
+SELECT r.*, octet_length(r::text) AS row_bytes FROM watched_now r
+WHERE kind = $9 AND project_id = $1
   AND ($2::text IS NULL OR name = $2)
   AND ($3::text IS NULL OR state = $3)
   AND ($4::uuid IS NULL OR pool_id = $4)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put
-from litestar.params import HeaderParameter, JSONBody, Parameter, QueryParameter
+from litestar.params import JSONBody, Parameter, QueryParameter
 
 from app.api.auth import requires
 from app.api.creating import CreateLease
@@ -17,7 +17,7 @@ from app.api.paging import DEFAULT_LIMIT, CursorParam, Limit, PagingDep
 from app.api.pools import raise_violations
 from app.api.preconditions import IfMatch, expected_generation, versioned
 from app.api.standings import planned_admission, with_fresh_standing
-from app.api.watches import open_stream
+from app.api.watches import LastEventId, open_stream, stream_doc
 from app.domain.dry_runs import WorkloadDryRun
 from app.domain.errors import FieldError, ValidationFailed
 from app.domain.node_fit import NodeSource
@@ -151,20 +151,7 @@ async def create_workload(
     return await lease.respond(request, db, caller, create)
 
 
-STREAM_DOC = (
-    ' The stream: `event: ADDED|MODIFIED|DELETED`, `data: {"type", "object"}` (the '
-    "workload as GET shows it), `id: <change number>` once everything before it is out; a "
-    "heartbeat comment every 15 s; `Last-Event-ID` resumes without missing or repeating a "
-    "change (410 resume-expired when that point is no longer kept). It ends when the token is "
-    "revoked or expires, or the client reads too slowly (resume then)."
-)
-LastEventId = Annotated[
-    str | None,
-    HeaderParameter(
-        name="Last-Event-ID",
-        description="With a stream: resume after this event id (the last one received)",
-    ),
-]
+STREAM_DOC = stream_doc("workload")
 WatchFlag = Annotated[
     bool,
     Parameter(

@@ -57,7 +57,7 @@ AUTH_FAILURES = Counter(
 # --- Streams (server-sent events) -------------------------------------------------------------
 STREAMS_OPEN = Gauge(
     "aicp_streams_open",
-    "Workload streams (watches) open on this replica.",
+    "Live streams (watches of workloads and services) open on this replica.",
     registry=REGISTRY,
 )
 STREAM_EVENTS = Counter(

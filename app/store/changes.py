@@ -1,9 +1,11 @@
-"""The workload change log (migration 0006) and who watches it (queries: section "streams").
+"""The change log of workloads and services (migrations 0006, 0025) and who watches it
+(queries: section "streams").
 
 A trigger appends a row to `workload_changes` for every committed change of what a watcher
-sees of a workload, numbered while the row is locked; the row holds the workload's columns as
-they are after the change (`deleted`: the row is gone), so it renders like a `workloads` row.
-The workload row keeps its newest number in `change_id`.
+sees of a workload or a service (`kind`), numbered from one sequence while the row is locked;
+the row holds the resource's columns as they are after the change (`deleted`: the row is
+gone), so it renders like a `workloads` or `services` row. The resource's row keeps its newest
+number in `change_id`.
 
 `stream_interest` marks the projects some replica has streams on; only changes of those
 projects ring `aicp_watch` (a NOTIFY-bearing commit takes a cluster-wide lock).
@@ -14,7 +16,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from app.store.queries import QUERIES
 
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
 
 CHANNEL = "aicp_watch"
 TOKENS_CHANNEL = "aicp_tokens"
+
+ChangeKind = Literal["workload", "service"]
+"""What a change is of, as the log's `kind` column names it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +68,7 @@ async def position(conn: Connection) -> int:
 
 async def of_project(
     conn: Connection,
+    kind: ChangeKind,
     project_id: uuid.UUID,
     after: int,
     upto: int,
@@ -70,15 +76,16 @@ async def of_project(
     *,
     name: str | None = None,
 ) -> list[asyncpg.Record]:
-    """The project's changes (of workload `name` only, if given) numbered in (`after`,
-    `upto`], oldest first, `limit` at most."""
+    """The project's changes of `kind` (of the one named `name`, if given) numbered in
+    (`after`, `upto`], oldest first, `limit` at most."""
     return list(
-        await conn.fetch(QUERIES["changes_of_project"], project_id, after, upto, limit, name)
+        await conn.fetch(QUERIES["changes_of_project"], project_id, after, upto, limit, name, kind)
     )
 
 
 async def count_of_project(
     conn: Connection,
+    kind: ChangeKind,
     project_id: uuid.UUID,
     after: int,
     upto: int,
@@ -88,7 +95,7 @@ async def count_of_project(
 ) -> int:
     """How many changes `of_project` would return without a limit, counted up to `most`."""
     count = await conn.fetchval(
-        QUERIES["changes_count_of_project"], project_id, after, upto, most, name
+        QUERIES["changes_count_of_project"], project_id, after, upto, most, name, kind
     )
     return int(count)
 
@@ -101,20 +108,22 @@ async def purge(conn: Connection, older_than_seconds: float) -> int:
 
 async def current_page(
     conn: Connection,
+    kind: ChangeKind,
     project_id: uuid.UUID,
     view: WorkloadFilter,
     *,
     after: tuple[datetime, uuid.UUID] | None,
     limit: int,
 ) -> list[asyncpg.Record]:
-    """A page of the project's workloads in `view`, oldest first, after `after` (a
-    `(created_at, id)` of the previous page's last row); each row has its `change_id`."""
+    """A page of the project's workloads or services (`kind`) in `view`, oldest first, after
+    `after` (a `(created_at, id)` of the previous page's last row); each row has its
+    `change_id`."""
     if view.no_pool:
         return []
     created_at, last_id = after or (datetime.fromtimestamp(0).astimezone(), uuid.UUID(int=0))
     return list(
         await conn.fetch(
-            QUERIES["workloads_watched"],
+            QUERIES["watched_now"],
             project_id,
             view.name,
             view.state,
@@ -123,6 +132,7 @@ async def current_page(
             last_id,
             limit,
             view.name_pattern,
+            kind,
         )
     )
 

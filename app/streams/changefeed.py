@@ -1,23 +1,26 @@
-"""The change feed: one reader of the workload change log per process, fanned out in memory to
-every open stream (`app.streams.opening`).
+"""The change feed: one reader of the change log per process, fanned out in memory to every
+open stream (`app.streams.opening`), whichever kind it follows (workloads or services:
+`app.streams.kinds`).
 
 How a change reaches a stream
 -----------------------------
-A workload write commits its change row (migration 0006: numbered while the row is locked) and,
-if some replica has streams on that project (`stream_interest`), a NOTIFY on `aicp_watch`. The
-process's LISTEN connection (`app.store.listener`) calls `wake()`; the feed reads the rows
-after its position in one query and offers each change to the subscriptions of its project.
-Nothing is read per stream: 1,000 streams cost one query.
+A workload or service write commits its change row (migrations 0006 and 0025: numbered from
+one sequence while the row is locked) and, if some replica has streams on that project
+(`stream_interest`), a NOTIFY on `aicp_watch`. The process's LISTEN connection
+(`app.store.listener`) calls `wake()`; the feed reads the rows after its position in one query
+and offers each change to the subscriptions of its project, which keep those of their kind.
+Nothing is read per stream or per kind: 1,000 streams cost one query.
 
 Order and gaps. Change numbers are handed out before commit, so a read may see number N+1
-while N is still in flight. The feed delivers strictly in number order: at a gap it stops and
-reads again shortly. A gap is closed when its row appears, or when the transaction that took the
-number is known to be over without committing it: the read also returns its snapshot's
-`xmax` (every transaction that can have taken a number seen missing is below it) and `xmin`
-(every transaction below it is over), so a gap first seen at `xmax = X` is dead once a later
-read has `xmin >= X`. Hence `position` means: every change numbered up to it has been offered,
-and no change numbered up to it will ever appear. That is what a stream's event `id` is, and
-what `Last-Event-ID` resumes from, on any replica.
+while N is still in flight (a change of either kind: both share the sequence and this one log).
+The feed delivers strictly in number order: at a gap it stops and reads again shortly. A gap is
+closed when its row appears, or when the transaction that took the number is known to be over
+without committing it: the read also returns its snapshot's `xmax` (every transaction that can
+have taken a number seen missing is below it) and `xmin` (every transaction below it is over),
+so a gap first seen at `xmax = X` is dead once a later read has `xmin >= X`. Hence `position`
+means: every change numbered up to it has been offered, and no change numbered up to it will
+ever appear. That is what a stream's event `id` is, and what `Last-Event-ID` resumes from, on
+any replica.
 
 Subscribe before reading. A stream registers first (its changes from then on are buffered),
 then reads the current objects (or, resuming, the log up to the feed's position at
@@ -29,12 +32,13 @@ new project watched (a change that committed just before the mark did not ring),
 `poll_interval` while it has streams: a lost notification costs at most that much delay.
 
 Limits. At most `max_streams` open streams per process, `max_per_project` per project (its
-share, so that one project cannot take them all) and `max_per_token` per token (429). A
-stream whose unsent frames exceed `buffer_bytes` (its client reads too slowly) is closed; the
-client resumes with `Last-Event-ID`. A revoked token's streams close on the `aicp_tokens`
-notification, and every `token_check_interval` the tokens with open streams are checked again
-(expiry, deletion, a lost notification), and so are their projects: the streams of a project
-whose deletion was requested end (a platform admin's stream has no token that would end it).
+share, so that one project cannot take them all) and `max_per_token` per token (429), streams
+of both kinds counted together. A stream whose unsent frames exceed `buffer_bytes` (its client
+reads too slowly) is closed; the client resumes with `Last-Event-ID`. A revoked token's streams
+close on the `aicp_tokens` notification, and every `token_check_interval` the tokens with open
+streams are checked again (expiry, deletion, a lost notification), and so are their projects:
+the streams of a project whose deletion was requested end (a platform admin's stream has no
+token that would end it).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
     from app.store.db import Database, Row
     from app.store.listener import Channel, Listener
     from app.store.workloads import WorkloadFilter
+    from app.streams.kinds import StreamKind
 
 log = logging.getLogger("aicp.streams")
 
@@ -201,6 +206,7 @@ class ChangeFeed:
         self,
         project_id: uuid.UUID,
         project: str,
+        kind: StreamKind,
         filters: WorkloadFilter,
         *,
         token: str,
@@ -233,6 +239,7 @@ class ChangeFeed:
             self,
             project_id,
             project,
+            kind,
             filters,
             token,
             token_id,

@@ -1,8 +1,9 @@
-"""Opening a live stream: register it with the feed, then what comes first — the current
-objects (a list's pages, or one workload, 404 when it is missing), or, resuming after change N,
-the log after N up to the registration (410 `resume-expired` when it is no longer kept, or more
-than `MAX_REPLAY` changes) — then every change as the feed offers it. Everything is read a
-byte-bounded page at a time, each page sent before the next is read.
+"""Opening a live stream of workloads or services (`app.streams.kinds`): register it with the
+feed, then what comes first — the current objects (a list's pages, or one resource, 404 when it
+is missing), or, resuming after change N, the log of its kind after N up to the registration
+(410 `resume-expired` when it is no longer kept, or more than `MAX_REPLAY` changes) — then
+every change as the feed offers it. Everything is read a byte-bounded page at a time, each page
+sent before the next is read.
 
 The stream is an async iterator of SSE chunks; `app.api.watches` answers it over HTTP.
 """
@@ -14,7 +15,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from app.domain.errors import NotFound, ResumeExpired
-from app.domain.workload_resources import workload_from_row
 from app.store import changes
 from app.store.paging import chunk_rows
 from app.store.workloads import WorkloadFilter
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 
     from app.store.db import Database
     from app.streams.changefeed import ChangeFeed
+    from app.streams.kinds import StreamKind
 
 _PAGE = 500
-#: What the first events and a replay read at a time, at most: pages of large workloads hold
+#: What the first events and a replay read at a time, at most: pages of large resources hold
 #: fewer rows (`app.store.paging.chunk_rows`), each sent before the next is read.
 PAGE_BYTES = 1 << 20
 #: A resume that would replay more changes than this is refused (410): start again instead.
@@ -41,6 +42,7 @@ async def open_stream(
     db: Database,
     project_id: uuid.UUID,
     project: str,
+    kind: StreamKind,
     filters: WorkloadFilter,
     *,
     token: str,
@@ -48,12 +50,12 @@ async def open_stream(
     expires_at: datetime | None,
     resume: int | None,
 ) -> AsyncIterator[bytes]:
-    """Subscribe and read what comes first (404 for a missing single workload, 410 for a resume
+    """Subscribe and read what comes first (404 for a missing single resource, 410 for a resume
     point too old); the stream's chunks, ending when the subscription closes."""
     if resume is not None:
         await _check_resumable(db, resume)
     sub = await feed.subscribe(
-        project_id, project, filters, token=token, token_id=token_id, expires_at=expires_at
+        project_id, project, kind, filters, token=token, token_id=token_id, expires_at=expires_at
     )
     try:
         first: AsyncIterator[bytes] | None
@@ -72,14 +74,20 @@ async def open_stream(
     return _frames(feed, sub, first)
 
 
-async def check_exists(db: Database, project_id: uuid.UUID, name: str) -> None:
-    """404 unless the project has a workload `name` (a HEAD of its watch)."""
+async def check_exists(db: Database, kind: StreamKind, project_id: uuid.UUID, name: str) -> None:
+    """404 unless the project has a resource of `kind` named `name` (a HEAD of its watch)."""
+    if not await _current_one(db, kind, project_id, name):
+        raise NotFound(kind.missing(name))
+
+
+async def _current_one(
+    db: Database, kind: StreamKind, project_id: uuid.UUID, name: str | None
+) -> list[Any]:
+    """The project's resource of `kind` named `name`, with its `change_id` (none: empty)."""
     async with db.connection() as conn:
-        rows = await changes.current_page(
-            conn, project_id, WorkloadFilter(name=name), after=None, limit=1
+        return await changes.current_page(
+            conn, kind.name, project_id, WorkloadFilter(name=name), after=None, limit=1
         )
-    if not rows:
-        raise NotFound(f"Workload {name!r} not found.")
 
 
 async def _check_resumable(db: Database, resume: int) -> None:
@@ -94,7 +102,13 @@ async def _check_replay_size(db: Database, sub: Subscription, resume: int) -> No
     """410 when the resume would replay more than `MAX_REPLAY` changes."""
     async with db.connection() as conn:
         count = await changes.count_of_project(
-            conn, sub.project_id, resume, sub.registered_at, MAX_REPLAY + 1, name=sub.filters.name
+            conn,
+            sub.kind.name,
+            sub.project_id,
+            resume,
+            sub.registered_at,
+            MAX_REPLAY + 1,
+            name=sub.filters.name,
         )
     if count > MAX_REPLAY:
         raise ResumeExpired(
@@ -114,7 +128,13 @@ async def _replay(db: Database, sub: Subscription, resume: int) -> AsyncIterator
         step = chunk_rows(_PAGE, PAGE_BYTES, size, count)
         async with db.connection() as conn:
             rows = await changes.of_project(
-                conn, sub.project_id, after, sub.registered_at, step, name=sub.filters.name
+                conn,
+                sub.kind.name,
+                sub.project_id,
+                after,
+                sub.registered_at,
+                step,
+                name=sub.filters.name,
             )
         for row in rows:
             sub.replay(Change(row, sub.project))
@@ -132,18 +152,15 @@ async def _replay(db: Database, sub: Subscription, resume: int) -> AsyncIterator
 
 
 async def _first_single(db: Database, sub: Subscription) -> None:
-    async with db.connection() as conn:
-        rows = await changes.current_page(
-            conn, sub.project_id, WorkloadFilter(name=sub.filters.name), after=None, limit=1
-        )
+    rows = await _current_one(db, sub.kind, sub.project_id, sub.filters.name)
     if not rows:
-        raise NotFound(f"Workload {sub.filters.name!r} not found.")
+        raise NotFound(sub.kind.missing(sub.filters.name))
     for frame in _initial(sub, rows):
         sub.push_initial(frame)
 
 
 def _initial(sub: Subscription, rows: list[Any]) -> list[bytes]:
-    """ADDED (without `id`) for each current workload; what each shows is remembered, and ids
+    """ADDED (without `id`) for each current resource; what each shows is remembered, and ids
     start after the newest change shown (everything up to that is then out)."""
     frames = []
     sub.ids_from = max(sub.ids_from, sub.registered_at)
@@ -151,19 +168,19 @@ def _initial(sub: Subscription, rows: list[Any]) -> list[bytes]:
         number = row["change_id"] or 0
         sub.shown[row["id"]] = number
         sub.ids_from = max(sub.ids_from, number)
-        frames.append(event_frame("ADDED", workload_from_row(row, sub.project), None))
+        frames.append(event_frame("ADDED", sub.kind.render(row, sub.project), None))
     return frames
 
 
 async def _first_list(db: Database, sub: Subscription) -> AsyncIterator[bytes]:
-    """The current workloads matching the filters, a byte-bounded page at a time."""
+    """The current resources matching the filters, a byte-bounded page at a time."""
     after = None
     size = count = 0
     while True:
         step = chunk_rows(_PAGE, PAGE_BYTES, size, count)
         async with db.connection() as conn:
             rows = await changes.current_page(
-                conn, sub.project_id, sub.filters, after=after, limit=step
+                conn, sub.kind.name, sub.project_id, sub.filters, after=after, limit=step
             )
         size += sum(row["row_bytes"] for row in rows)
         count += len(rows)

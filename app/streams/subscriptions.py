@@ -4,11 +4,14 @@ has shown, its unsent frames, and the SSE frames themselves.
 A subscription knows its feed only through `Feed` (the feed's position, and a count of the
 events queued); its limits are its own fields, set by the feed that registers it.
 
-A `Subscription` is registered before its first objects are read; until `go_live` the changes
-offered to it are kept aside, then considered in order. Considering a change: skip it if the
-first read already showed it (`shown[workload] >= number`); otherwise ADDED, MODIFIED or
-DELETED by whether the workload was in the stream's view and matches its filters now. A frame
-carries `id` only once everything numbered before it is out (`ids_from`).
+A `Subscription` follows one kind (`app.streams.kinds`: workloads or services); the feed
+offers it every change of its project, and it ignores those of the other kind. It is
+registered before its first objects are read; until `go_live` the changes offered to it are
+kept aside, then considered in order. Considering a change: skip it if the first read already
+showed it (`shown[resource] >= number`); otherwise ADDED, MODIFIED or DELETED by whether the
+resource was in the stream's view and matches its filters now. A frame carries `id` only once
+everything numbered before it is out (`ids_from`); numbers are shared by both kinds, so a
+stream's ids skip the other kind's changes.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from app.domain.workload_resources import workload_from_row
 from app.observability.metrics import STREAM_DROPS
+from app.streams.kinds import of_change
 
 if TYPE_CHECKING:
     import uuid
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
     from app.store.db import Row
     from app.store.workloads import WorkloadFilter
+    from app.streams.kinds import StreamKind
 
 log = logging.getLogger("aicp.streams")
 #: Per change, when the feed read it and when each stream wrote it out (wall clock, DEBUG;
@@ -55,10 +59,11 @@ class Feed(Protocol):
 class Change:
     """One change row, rendered and encoded at most once per event type for all streams."""
 
-    __slots__ = ("_frames", "_resource", "deleted", "id", "name", "number", "row")
+    __slots__ = ("_frames", "_resource", "deleted", "id", "kind", "name", "number", "row")
 
     def __init__(self, row: Row, project: str) -> None:
         self.row = row
+        self.kind = of_change(row)
         self.number: int = row["change_id"]
         self.id: uuid.UUID = row["id"]
         self.name: str = row["name"]
@@ -68,7 +73,7 @@ class Change:
 
     @property
     def created(self) -> bool:
-        """This is the workload's insert (one clock reading sets both times only then)."""
+        """This is the resource's insert (one clock reading sets both times only then)."""
         return bool(self.row["created_at"] == self.row["updated_at"])
 
     def frame(self, kind: str, *, with_id: bool) -> bytes:
@@ -77,7 +82,7 @@ class Change:
         if found is None:
             row, project = self._resource
             found = self._frames[key] = event_frame(
-                kind, workload_from_row(row, project), self.number if with_id else None
+                kind, self.kind.render(row, project), self.number if with_id else None
             )
         return found
 
@@ -102,6 +107,7 @@ class Subscription:
     feed: Feed
     project_id: uuid.UUID
     project: str
+    kind: StreamKind  # what it follows; the feed offers it its project's changes of every kind
     filters: WorkloadFilter
     token: str  # the caller's identity (`admin`, `token:<id>`): the per-token limit counts it
     token_id: uuid.UUID | None
@@ -110,7 +116,7 @@ class Subscription:
     buffer_bytes: int  # unsent live frames beyond this close the stream (its client is slow)
     early_limit: int  # changes kept aside before `go_live`, at most (then the stream closes)
     resumed_from: int | None = None
-    shown: dict[uuid.UUID, int] = field(default_factory=dict)  # workload → newest number shown
+    shown: dict[uuid.UUID, int] = field(default_factory=dict)  # resource → newest number shown
     ids_from: int = 0  # frames carry `id` from this number on (everything before is shown)
     closed: str | None = None  # why, once closed
     _live: bool = False
@@ -123,7 +129,7 @@ class Subscription:
 
     @property
     def single(self) -> bool:
-        """A watch of one workload by name: it ends with the workload's DELETED."""
+        """A watch of one resource by name: it ends with the resource's DELETED."""
         return self.filters.name is not None
 
     def go_live(self) -> None:
@@ -137,7 +143,7 @@ class Subscription:
             self.push_initial(position_frame(self.feed.position))
 
     def offer(self, change: Change) -> None:
-        if self.closed is not None:
+        if self.closed is not None or change.kind is not self.kind:
             return
         if not self._live:
             self._early.append(change)
