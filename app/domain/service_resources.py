@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 
@@ -142,6 +142,16 @@ class ServiceList(msgspec.Struct, kw_only=True):
 
     items: list[ServiceResource]
     next_cursor: Annotated[str | None, msgspec.Meta(description="null on the last page")]
+
+
+class ServiceWatchEvent(msgspec.Struct, kw_only=True):
+    """One event of a service stream, as `WatchEvent` is of a workload stream. ADDED: the
+    service as the stream starts, or one that appears or starts matching the filters;
+    MODIFIED: its spec, state, reason, replicas, pods or endpoint changed; DELETED: it is gone
+    (the stream of one service ends), or no longer matches."""
+
+    type: Annotated[Literal["ADDED", "MODIFIED", "DELETED"], msgspec.Meta(examples=["MODIFIED"])]
+    object: ServiceResource
 
 
 def service_from_row(row: Row, project: str) -> ServiceResource:

@@ -63,6 +63,7 @@ def project_calls(token_id: str) -> list[Call]:
         ("PATCH", f"{P}/services/chat", {"replicas": 2}),
         ("DELETE", f"{P}/services/chat", None),
         ("GET", f"{P}/services/chat/events", None),
+        ("GET", f"{P}/services/chat/watch", None),
         ("GET", f"{P}/services/chat/logs", None),
     ]
 
