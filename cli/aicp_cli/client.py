@@ -136,7 +136,7 @@ class Client:
         """Every event of a stream, resuming with Last-Event-ID after a dropped connection
         (nothing missed, nothing repeated); from scratch when the server no longer has the
         changes after it (410). Ends when the server ends the stream cleanly after DELETED
-        (a one-workload watch); any other end is a dropped connection and is resumed, with a
+        (a watch of one resource); any other end is a dropped connection and is resumed, with a
         backoff, for up to `RECONNECT_FOR` seconds of failing attempts."""
         last_id: str | None = None
         outage = Outage(on_reconnect)

@@ -18,7 +18,7 @@ from aicp_cli.arguments import (
     states_of,
 )
 from aicp_cli.errors import ApiError, CliError
-from aicp_cli.kinds import WORKLOAD_COLUMNS, WORKLOAD_STATES, WORKLOAD_WIDE, by_name, kind_named
+from aicp_cli.kinds import WORKLOAD_STATES, by_name, kind_named
 from aicp_cli.output import (
     FORMATS,
     cell,
@@ -61,7 +61,10 @@ FINISHED = ("SUCCEEDED", "FAILED")
     help="Workloads or services whose name contains TEXT (any case; % and _ are plain characters).",
 )
 @click.option(
-    "-w", "--watch", is_flag=True, help="Then print every change as it happens (workloads)."
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="Then print every change as it happens (workloads, services).",
 )
 @click.pass_context
 def get(
@@ -76,13 +79,14 @@ def get(
 ) -> None:
     """Show workloads, services, pools, projects, tokens or bindings (one by NAME, or all).
 
-    With -w (workloads), follow the live stream: a row for each change, as it happens.
+    With -w (workloads, services), follow the live stream: a row for each change, as it
+    happens.
     """
     kind = kind_named(resource)
     if (state or pool or name_contains) and not kind.states:
         raise CliError("--state, --pool and --name-contains apply to workloads and services only")
-    if watch and kind.name != "workload":
-        raise CliError("-w applies to workloads only")
+    if watch and not kind.watch_widths:
+        raise CliError("-w applies to workloads and services only")
     if state:
         (state,) = states_of(kind, (state,))
     with client_for(ctx) as client:
@@ -130,12 +134,9 @@ def _watch(
             "compute_pool": pool,
             "name_contains": name_contains,
         }
-    columns = WORKLOAD_WIDE if fmt == "wide" else WORKLOAD_COLUMNS
+    columns = kind.wide if fmt == "wide" else kind.columns
     titles = [title for title, _ in columns]
-    widths = [
-        max(len(t), w)
-        for t, w in zip(titles, (24, 10, 14, 5, 6, 6, 24, 24, 8, 4, 28), strict=False)
-    ]
+    widths = [max(len(t), w) for t, w in zip(titles, kind.watch_widths, strict=False)]
     limit = None if fmt == "wide" else line_width()
     if fmt in ("table", "wide"):
         click.echo(row_line(["EVENT", *titles], [8, *widths], titles[-1], limit))

@@ -177,6 +177,9 @@ class Kind:
     #: What `--state` takes; none for a kind whose list has no `state`, `compute_pool` and
     #: `name_contains` filters.
     states: tuple[str, ...] = ()
+    #: The widths of a live watch's columns but the last (`-w`, `-o wide`'s; the plain table
+    #: takes the first ones); none for a kind the server streams no changes of.
+    watch_widths: tuple[int, ...] = ()
 
     def path(self, project: str | None, name: str | None = None) -> str:
         """The API path of the list (or of one by `name`), every segment percent-encoded."""
@@ -198,6 +201,7 @@ KINDS = [
         WORKLOAD_COLUMNS,
         WORKLOAD_WIDE,
         WORKLOAD_STATES,
+        (24, 10, 14, 5, 6, 6, 24, 24, 8, 4, 28),
     ),
     Kind(
         "service",
@@ -209,6 +213,7 @@ KINDS = [
         SERVICE_COLUMNS,
         SERVICE_WIDE,
         SERVICE_STATES,
+        (24, 11, 14, 5, 5, 36, 6, 5, 24, 7, 7),
     ),
     Kind(
         "pool",

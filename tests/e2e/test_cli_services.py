@@ -1,5 +1,6 @@
 """`aicp` and inference services against a running aicp on kubesim: `apply -f` with
-`kind: Service` among other kinds, `get`, `scale`, `describe` and `delete`.
+`kind: Service` among other kinds, `get` (and its live watch, `-w`), `scale`, `describe` and
+`delete`.
 
 The CLI runs as a subprocess (the installed console script), as in tests/e2e/test_cli.py. The
 first test asserts only what the API guarantees right after each call; the second one what
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_cli import admin_cli
+from tests.e2e.test_cli import admin_cli, open_streams
 from tests.support.scenario import POOL, PROJECT
 from tests.support.service import RunningService
 from tests.support.waiting import wait_until
@@ -168,3 +169,39 @@ async def test_the_reconciler_takes_an_applied_service_out_of_pending_and_delete
     assert gone.code == 0, gone.err
     assert gone.out == "service/chat deleting\nservice/chat deleted\n"
     assert await stored(running_service, "chat") is None
+
+
+async def test_get_w_follows_services_and_the_watch_of_one_ends_once_it_is_deleted(
+    running_service: RunningService, tmp_path: Path
+) -> None:
+    scenario = running_service.scenario()
+    await scenario.setup_pool()
+    cli = admin_cli(running_service, tmp_path)
+    async with cli.start("get", "services", "-w", "-o", "json") as watch:
+        await wait_until(lambda: open_streams(running_service) >= 1, message="a stream")
+        await scenario.create_service("chat")
+        events = [await watch.event()]
+        assert (events[0]["type"], events[0]["object"]["name"]) == ("ADDED", "chat")
+        async with cli.start("get", "service", "chat", "-w") as one:
+            assert (await one.line()).split() == [
+                "EVENT", "NAME", "STATE", "POOL", "READY", "GPUS", "ENDPOINT", "AGE", "REASON"
+            ]  # fmt: skip
+            assert (await one.line()).split()[:2] == ["ADDED", "chat"]
+            scaled = await cli.run("scale", "svc", "chat", "--replicas", "2")
+            assert scaled.code == 0, scaled.err
+            while events[-1]["object"]["generation"] != 2:
+                events.append(await watch.event())
+            assert events[-1]["type"] == "MODIFIED"
+            assert events[-1]["object"]["spec"]["replicas"] == 2
+            deleted = await cli.run("delete", "service", "chat")
+            assert deleted.code == 0, deleted.err
+            while events[-1]["type"] != "DELETED":
+                events.append(await watch.event(timeout=120))
+            # The watch of the one service ends by itself once it is gone.
+            code, err = await one.exit_code(timeout=30)
+            assert one.process.stdout is not None
+            rest = (await one.process.stdout.read()).decode().splitlines()
+    assert code == 0, err
+    assert rest[-1].split()[:3] == ["DELETED", "chat", "DELETING"]
+    assert {e["type"] for e in events[1:-1]} == {"MODIFIED"}
+    assert {e["object"]["name"] for e in events} == {"chat"}

@@ -263,7 +263,10 @@ def failure(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[s
             id="delete-by-a-workload-state",
         ),
         pytest.param(
-            ["get", "services", "-w"], 1, "error: -w applies to workloads only", id="no-watch"
+            ["get", "pools", "-w"],
+            1,
+            "error: -w applies to workloads and services only",
+            id="no-watch-of-pools",
         ),
         pytest.param(
             ["get", "pools", "--pool", "p"],
