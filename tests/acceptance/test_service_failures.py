@@ -19,8 +19,6 @@ OOM_KILLS = "kubesim.aicp.dev/oom-kills"
 async def test_an_oom_killed_replica_degrades_the_service_until_it_recovers(
     scenario: Scenario,
 ) -> None:
-    if scenario.backend != "kubesim":
-        pytest.skip("the real cluster's fake kubelet cannot OOM-kill one chosen pod")
     await scenario.setup_pool(accelerators=4)
     await scenario.create_service("chat", replicas=2, memory="2Gi")
     ready = await scenario.wait_service("chat", "READY")
@@ -58,8 +56,6 @@ async def test_an_oom_killed_replica_degrades_the_service_until_it_recovers(
 async def test_a_service_is_deleted_whatever_its_state(
     scenario: Scenario, changes: dict[str, object], state: str
 ) -> None:
-    if scenario.backend != "kubesim" and state == "DEGRADED":
-        pytest.skip("the real cluster's fake kubelet does not crash-loop a container")
     await scenario.setup_pool(accelerators=2)
     await scenario.create_service("chat", **changes)
     await scenario.wait_service("chat", state)

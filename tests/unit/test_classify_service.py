@@ -628,3 +628,18 @@ def test_only_time_bound_verdicts_ask_to_be_looked_at_again() -> None:
         verdict = case.values[0]().classify()
         if "OOMKilled" not in verdict.reason:
             assert verdict.recheck_at is None, case.id
+
+
+def test_a_gated_replica_whose_quota_is_reserved_is_starting_not_waiting() -> None:
+    # Kueue reserves the quota, then lifts the gate in a later write: in between the replica
+    # has its quota and is starting.
+    builder = make_service(replicas=2).deployed().ready().gated()
+    (name,) = builder.workloads
+    builder.workloads[name]["status"]["conditions"] = [
+        cond("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq")
+    ]
+
+    verdict = builder.classify()
+
+    assert (verdict.state, verdict.reason) == (PROGRESSING, "1 of 2 replicas ready; 1 starting.")
+    assert verdict.observed["replicas"]["waiting_for_quota"] == 0

@@ -106,6 +106,16 @@ def waits_for_quota(pod: KubeObject) -> bool:
     return any(isinstance(gate, Mapping) and gate.get("name") == ADMISSION_GATE for gate in gates)
 
 
+def held_for_quota(pod: KubeObject, kueue_workloads: Mapping[str, KubeObject]) -> bool:
+    """Whether the pod waits for quota: gated, and its Kueue Workload (when known) has no quota
+    reserved yet. Kueue reserves the quota first and lifts the gate in a later write: a pod in
+    between is starting, not waiting."""
+    if not waits_for_quota(pod):
+        return False
+    reserved = condition(kueue_workloads.get(name_of(pod)), KueueCondition.QUOTA_RESERVED)
+    return reserved is None or reserved.get("status") != "True"
+
+
 def desired_replicas(spec: ServiceSpec, deployment: KubeObject | None) -> int:
     """The Deployment's `spec.replicas`; before there is one, the spec's (the autoscaler's
     minimum under autoscaling)."""
@@ -137,14 +147,14 @@ def _restarts(pod: KubeObject) -> int:
     return count if isinstance(count, int) else 0
 
 
-def _facts(pod: KubeObject) -> ReplicaFacts:
+def _facts(pod: KubeObject, kueue_workloads: Mapping[str, KubeObject]) -> ReplicaFacts:
     return ReplicaFacts(
         name=name_of(pod),
         node=node_name(pod),
         phase=phase(pod),
         ready=_ready(pod),
         restarts=_restarts(pod),
-        waiting_for_quota=waits_for_quota(pod),
+        waiting_for_quota=held_for_quota(pod, kueue_workloads),
         last_termination=_termination(pod),
     )
 
@@ -270,10 +280,10 @@ def _holding_back(
     """What keeps the replicas that are not ready from serving, one phrase per cause; only the
     quota part unless `with_others`."""
     active = [pod for pod in live if not _ended(pod)]
-    gated = [pod for pod in active if waits_for_quota(pod)]
+    gated = [pod for pod in active if held_for_quota(pod, quota.kueue_workloads)]
     parts: list[str] = []
     if with_others:
-        waiting = [pod for pod in active if not _ready(pod) and not waits_for_quota(pod)]
+        waiting = [pod for pod in active if not _ready(pod) and pod not in gated]
         stuck = [(pod, said) for pod in waiting if (said := unschedulable_message(pod))]
         starting = len(waiting) - len(stuck)
         if starting:
@@ -290,9 +300,12 @@ def _holding_back(
 
 
 def _observed(
-    deployment: KubeObject | None, live: Sequence[KubeObject], desired: int
+    deployment: KubeObject | None,
+    live: Sequence[KubeObject],
+    desired: int,
+    kueue_workloads: Mapping[str, KubeObject],
 ) -> dict[str, Any]:
-    facts = [_facts(pod) for pod in live]
+    facts = [_facts(pod, kueue_workloads) for pod in live]
     counts = ReplicaCounts(
         desired=desired,
         ready=sum(1 for fact in facts if fact.ready),
@@ -344,7 +357,7 @@ def classify_service(
     """
     live = sorted((pod for pod in pods if not is_terminating(pod)), key=name_of)
     desired = desired_replicas(spec, deployment)
-    observed = _observed(deployment, live, desired)
+    observed = _observed(deployment, live, desired, kueue_workloads)
     ready = observed["replicas"]["ready"]
 
     def verdict(

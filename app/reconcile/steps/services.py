@@ -4,7 +4,8 @@ status read from the Deployment, its pods and their Kueue Workloads.
 
 One call, in order:
 
-1. row gone → release; deletion requested → delete every object, and once the Deployment and
+1. row gone → release; deletion requested → delete every object (the Deployment in the
+   foreground: it is gone only once its ReplicaSets and pods are), and once the Deployment and
    its pods are gone, finalize (a tombstone with the last status);
 2. the project's namespace or the pool's LocalQueue not applied yet → look again shortly;
 3. each object of the service: one someone else made under its name → DEGRADED, nothing
@@ -47,7 +48,7 @@ from app.domain.render.service import (
 )
 from app.domain.service_specs import ServiceSpec
 from app.domain.states import ServiceState
-from app.kube.apply import apply_checked, delete, get
+from app.kube.apply import Propagation, apply_checked, delete, get
 from app.kube.errors import Conflict, NotFound
 from app.kube.resources import (
     DEPLOYMENTS,
@@ -90,6 +91,11 @@ _OWNED: tuple[Resource, ...] = (
     SERVICES,
     DEPLOYMENTS,
 )
+
+#: The Deployment goes in the foreground: it stays (terminating) until the garbage collector
+#: has removed its ReplicaSets and their pods, so that no ReplicaSet replaces a pod while its
+#: Deployment is already gone, and a Deployment that is gone means no replica is left.
+_PROPAGATION: dict[Resource, Propagation] = {DEPLOYMENTS: "Foreground"}
 
 _STATE_EVENTS = {
     ServiceState.READY: EventType.READY,
@@ -327,6 +333,7 @@ class ServiceStep:
                         resource,
                         identity.namespace,
                         identity.name,
+                        propagation=_PROPAGATION.get(resource, "Background"),
                         uid=str(field(live, "metadata", "uid") or "") or None,
                     )
         deployment = await get(ctx.kube, DEPLOYMENTS, identity.namespace, identity.name)
