@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,7 +19,7 @@ from aicp_cli.arguments import (
     states_of,
 )
 from aicp_cli.errors import ApiError, CliError
-from aicp_cli.kinds import WORKLOAD_STATES, by_name, kind_named
+from aicp_cli.kinds import SERVICE_STATES, WORKLOAD_STATES, by_name, kind_named
 from aicp_cli.output import (
     FORMATS,
     cell,
@@ -260,82 +261,103 @@ def _duration(text: str) -> float:
     return total
 
 
-@click.command(short_help="Wait until a workload reaches a state.")
-@click.argument("name", shell_complete=complete_workloads)
+@click.command(short_help="Wait until a workload or a service reaches a state.")
+@click.argument("first", metavar="[service] NAME", shell_complete=complete_workloads)
+@click.argument("second", required=False, shell_complete=complete_workloads)
 @click.option(
     "--for",
     "condition",
-    default="state=SUCCEEDED",
-    show_default=True,
-    help="state=STATE[,STATE...], or delete.",
+    default=None,
+    help="state=STATE[,STATE...], or delete (default: state=SUCCEEDED for a workload, "
+    "state=READY for a service).",
 )
 @click.option(
     "--timeout", default="10m", show_default=True, help="Give up after this long (90s, 10m, 1h)."
 )
 @click.pass_context
-def wait(ctx: click.Context, name: str, condition: str, timeout: str) -> int:
+def wait(
+    ctx: click.Context, first: str, second: str | None, condition: str | None, timeout: str
+) -> int:
     """Wait until a workload reaches a state (for CI): exit 0 when it does; 1 with the reason
-    when it ends otherwise; 124 when the time runs out."""
-    wanted, deleting = _condition(condition)
+    when it ends otherwise; 124 when the time runs out. `aicp wait service NAME` waits for a
+    service (READY unless --for says otherwise; a service never ends by itself)."""
+    kind = kind_named(first) if second is not None else by_name("workload")
+    name = second if second is not None else first
+    if kind.name not in ("workload", "service"):
+        raise CliError("wait follows workloads and services")
+    service = kind.name == "service"
+    states = SERVICE_STATES if service else STATES
+    default = "state=READY" if service else "state=SUCCEEDED"
+    wanted, deleting = _condition(condition or default, states)
     deadline = time.monotonic() + _duration(timeout)
     with client_for(ctx) as client:
-        path = by_name("workload").path(project_of(client), name)
+        path = kind.path(project_of(client), name)
         try:
-            return _wait(client, path, name, wanted, deleting, deadline, timeout)
+            return _wait(client, path, Waited(kind.name, name, wanted, deleting), deadline, timeout)
         except ApiError as exc:
             if deleting and exc.status == 404:
-                click.echo(f"workload/{name} deleted")
+                click.echo(f"{kind.name}/{name} deleted")
                 return 0
             raise
 
 
-def _condition(condition: str) -> tuple[set[str], bool]:
+def _condition(condition: str, states: tuple[str, ...]) -> tuple[set[str], bool]:
     if condition.strip().lower() == "delete":
         return set(), True
     key, _, value = condition.partition("=")
-    states = {s.strip().upper() for s in value.split(",") if s.strip()}
-    if key.strip().lower() != "state" or not states or not states <= set(STATES):
+    wanted = {s.strip().upper() for s in value.split(",") if s.strip()}
+    if key.strip().lower() != "state" or not wanted or not wanted <= set(states):
         raise click.BadParameter(
-            f"{condition!r}: use state=STATE (one of {', '.join(STATES)}) or delete",
+            f"{condition!r}: use state=STATE (one of {', '.join(states)}) or delete",
             param_hint="'--for'",
         )
-    return states, False
+    return wanted, False
 
 
-def _wait(
-    client: Client,
-    path: str,
-    name: str,
-    wanted: set[str],
-    deleting: bool,
-    deadline: float,
-    timeout: str,
-) -> int:
+@dataclass(frozen=True)
+class Waited:
+    """What `wait` waits for: a workload or service, by name, reaching one of `wanted` (or,
+    with `deleting`, gone)."""
+
+    kind: str
+    name: str
+    wanted: set[str]
+    deleting: bool
+
+    @property
+    def finished(self) -> tuple[str, ...]:
+        """The states it cannot leave (a workload's end; a service has none)."""
+        return FINISHED if self.kind == "workload" else ()
+
+
+def _wait(client: Client, path: str, waited: Waited, deadline: float, timeout: str) -> int:
     last: dict[str, Any] = {}
+    kind, name, wanted, deleting = waited.kind, waited.name, waited.wanted, waited.deleting
     events = client.watch(path + "/watch", on_reconnect=progress.note)
     try:
         with progress.Progress(name) as shown:
             for event in progress.before(events, deadline):
                 status = last = event.object["status"]
-                final = event.type == "DELETED" or status["state"] in (*wanted, *FINISHED)
+                ended = status["state"] in waited.finished
+                final = event.type == "DELETED" or status["state"] in wanted or ended
                 if not final:  # the result itself is printed once, below
                     shown.update(status["state"], status["reason"])
                 if event.type == "DELETED":
                     if deleting:
-                        click.echo(f"workload/{name} deleted")
+                        click.echo(f"{kind}/{name} deleted")
                         return 0
-                    _fail(f"workload {name} was deleted ({status['state']}: {status['reason']})")
+                    _fail(f"{kind} {name} was deleted ({status['state']}: {status['reason']})")
                     return 1
                 if status["state"] in wanted:
-                    click.echo(printable(f"workload/{name} {status['state']}: {status['reason']}"))
+                    click.echo(printable(f"{kind}/{name} {status['state']}: {status['reason']}"))
                     return 0
-                if status["state"] in FINISHED and not deleting:
-                    _fail(f"workload {name} ended {status['state']}: {status['reason']}")
+                if ended and not deleting:
+                    _fail(f"{kind} {name} ended {status['state']}: {status['reason']}")
                     return 1
     except progress.TimedOut:
         pass
     still = f" (still {last.get('state')}: {last.get('reason')})" if last else ""
-    _fail(f"timed out after {timeout} waiting for workload {name}{still}")
+    _fail(f"timed out after {timeout} waiting for {kind} {name}{still}")
     return 124
 
 

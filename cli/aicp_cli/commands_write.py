@@ -217,7 +217,11 @@ def run(
             return 0
     from aicp_cli.commands_read import wait
 
-    return int(ctx.invoke(wait, name=created["name"], condition="state=SUCCEEDED", timeout="24h"))
+    return int(
+        ctx.invoke(
+            wait, first=created["name"], second=None, condition="state=SUCCEEDED", timeout="24h"
+        )
+    )
 
 
 def _limits(gpus: tuple[str, ...], cpu: str | None, memory: str | None) -> dict[str, object] | None:
@@ -502,10 +506,14 @@ def _delete_one(
     click.echo(f"{label} deleting")
     if not wait:
         return
-    if kind.name == "workload":
+    if kind.name in ("workload", "service"):
         from aicp_cli.commands_read import wait as wait_command
 
-        code = int(ctx.invoke(wait_command, name=name, condition="delete", timeout="10m"))
+        code = int(
+            ctx.invoke(
+                wait_command, first=kind.name, second=name, condition="delete", timeout="10m"
+            )
+        )
         if code:
             raise CliError(f"{label} is still there", exit_code=code)
         return

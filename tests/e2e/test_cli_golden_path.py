@@ -1,6 +1,7 @@
 """The README followed top to bottom: the commands of its "Quick start", then the ```sh blocks
-of "Golden path", "Quick start with curl" and "Golden path with curl", unchanged and in that
-order, run with bash against one fresh `python -m app dev` (what `make run` starts). Each
+of "Run an inference service", "Golden path", "Quick start with curl" and "Golden path with
+curl", unchanged and in that order, run with bash against one fresh `python -m app dev` (what
+`make run` starts). Each
 section has names of its own, so none trips over what an earlier one created.
 
 The `aicp` on the PATH is this virtual environment's console script; its contexts go to a
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.timeout(240)
 
 SECTIONS = [
     "## Quick start",
+    "### Run an inference service",
     "## Golden path",
     "### Quick start with curl",
     "### Golden path with curl",
@@ -49,7 +51,7 @@ def readme_script() -> str:
     quick = console_commands(text, SECTIONS[0])
     assert len(quick) >= 6, "the quick start lost its commands"
     parts = [f"echo '{MARK}{SECTIONS[0]}'", *(followed(c) for c in quick)]
-    for heading, at_least in zip(SECTIONS[1:], (6, 2, 6), strict=True):
+    for heading, at_least in zip(SECTIONS[1:], (4, 6, 2, 6), strict=True):
         blocks = _blocks(text, heading)
         assert len(blocks) >= at_least, f"{heading} lost its code blocks"
         parts += [f"echo '{MARK}{heading}'", *blocks]
@@ -87,7 +89,7 @@ async def test_the_readme_sections_run_in_order_against_one_fresh_dev_mode(
     assert "Traceback" not in transcript
     config = tmp_path / ".config" / "aicp" / "config.yaml"
     assert config.stat().st_mode & 0o777 == 0o600
-    quick, golden, curl_quick, curl_golden = transcript.split(MARK)[1:]
+    quick, service, golden, curl_quick, curl_golden = transcript.split(MARK)[1:]
     for expected in (
         "context 'admin' saved",
         "project/quickstart READY",
@@ -97,6 +99,16 @@ async def test_the_readme_sections_run_in_order_against_one_fresh_dev_mode(
     # The watch's table, with the README's columns, until the workload succeeded.
     assert re.search(r"\nEVENT +NAME +STATE +POOL +GPUS +AGE +QUEUE +REASON\n", quick), quick
     assert re.search(r"\n(ADDED|MODIFIED) +first-job +SUCCEEDED +quick-pool +8 +", quick), quick
+    for expected in (
+        "service/chat created",
+        "service/chat READY: 2 of 2 replicas ready on gpu-node-0, gpu-node-1.",
+        "chat.aicp-quickstart.svc:8000",
+        "service/chat scaled to 3 replicas (generation 2)",
+        '"replicas":1',
+        '"Scaled"',
+        "service/chat deleted",
+    ):
+        assert expected in service, (expected, service)
     for expected in (
         "context 'admin' saved",
         "project/research READY",
@@ -116,5 +128,5 @@ async def test_the_readme_sections_run_in_order_against_one_fresh_dev_mode(
     assert "204\n401\n" in curl_quick  # the quick start's token, revoked
     assert '"SUCCEEDED"' in curl_golden and '"DELETING"' in curl_golden
     assert curl_golden.rstrip().endswith('"Not found"')  # the deleted workload
-    for earlier in (quick, golden, curl_quick, curl_golden):
+    for earlier in (quick, service, golden, curl_quick, curl_golden):
         assert "already exists" not in earlier and '"status":409' not in earlier
