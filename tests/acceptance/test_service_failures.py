@@ -1,12 +1,18 @@
-"""A replica of a service that fails: the service is DEGRADED with a sentence that names the
-replica, its node and what to change, and READY again once the replica has recovered."""
+"""What goes wrong for a service: a replica OOM-killed (DEGRADED with a sentence that names the
+replica, its node and what to change, then READY again once it has recovered), a deletion in
+every state, a replica no node can hold (refused), and an unwatched object deleted by hand
+(restored at the next periodic check)."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.domain.classify.service import RECOVERY_WINDOW
+from app.kube.apply import get
+from app.kube.resources import NETWORK_POLICIES
+from app.reconcile.steps.services import UNWATCHED_CHECK_SECONDS
 from tests.acceptance.conftest import Scenario
+from tests.support.waiting import wait_until
 
 #: The pod annotation kubesim's kubelet OOM-kills a running container for, until the pod has
 #: restarted that many times (docs/KUBESIM.md).
@@ -68,3 +74,52 @@ async def test_a_service_is_deleted_whatever_its_state(
         scenario.namespace, label_selector="aicp.dev/service=chat", _preload_content=False
     )
     assert (await pods.json())["items"] == []  # type: ignore[attr-defined]  # a raw response
+
+
+async def test_a_replica_no_node_can_hold_is_refused_naming_the_largest_node(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool(accelerators=16)
+
+    response = await scenario.client.post(
+        scenario.services, json=scenario.service_body("huge", accelerators=9)
+    )
+
+    assert response.status_code == 422, response.text
+    problem = response.json()
+    assert problem["type"].endswith("exceeds-node-capacity")
+    assert problem["errors"][0]["field"] == "accelerators"
+    assert problem["detail"].startswith(
+        "the pod asks for 9 nvidia.com/gpu of class h100-80g, but the largest node of that "
+        "class has 8 nvidia.com/gpu (gpu-node-"
+    ), problem["detail"]
+    assert await scenario.read_service("huge") is None
+
+
+@pytest.mark.timeout(45 + 45 + int(UNWATCHED_CHECK_SECONDS))
+async def test_a_network_policy_deleted_by_hand_is_restored_at_the_next_check(
+    scenario: Scenario,
+) -> None:
+    await scenario.setup_pool(accelerators=4)
+    await scenario.create_service("chat")
+    await scenario.wait_service("chat", "READY")
+    kube = scenario.running.kube
+    assert await get(kube, NETWORK_POLICIES, scenario.namespace, "chat") is not None
+
+    await kube.custom.delete_namespaced_custom_object(
+        "networking.k8s.io",
+        "v1",
+        scenario.namespace,
+        "networkpolicies",
+        "chat",
+        _preload_content=False,
+    )
+
+    async def restored() -> bool:
+        events = await scenario.service_events("chat")
+        return any(e["reason"] == "ObjectRestored" for e in events)
+
+    await wait_until(
+        restored, timeout=45 + UNWATCHED_CHECK_SECONDS, message="the NetworkPolicy restored"
+    )
+    assert await get(kube, NETWORK_POLICIES, scenario.namespace, "chat") is not None
