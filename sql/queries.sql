@@ -436,11 +436,14 @@ ORDER BY p.created_at DESC, p.id DESC
 LIMIT $4;
 
 -- name: pool_for_workload
--- The pool a workload goes into, FOR KEY SHARE (see the lock order above).
-SELECT id, accelerator_class, spec, deletion_requested_at
-FROM compute_pools
-WHERE project_id = $1 AND name = $2
-FOR KEY SHARE;
+-- The pool a workload goes into, FOR KEY SHARE (see the lock order above), with its class's
+-- binding (not locked; NULLs when there is none) for the node-capacity check.
+SELECT c.id, c.accelerator_class, c.spec, c.deletion_requested_at, b.resource_name,
+       b.node_labels
+FROM compute_pools c
+LEFT JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
+WHERE c.project_id = $1 AND c.name = $2
+FOR KEY SHARE OF c;
 
 -- name: lock_pool_for_update
 -- Before a quota change: NO KEY UPDATE does not wait for workload creates.
@@ -491,13 +494,22 @@ WHERE id = $1
 RETURNING generation;
 
 -- name: insert_workload
--- Unless the name is taken in the project (constraint-decided, as for pools).
-WITH clock AS (SELECT clock_timestamp() AS at)
-INSERT INTO workloads (id, project_id, pool_id, name, spec, state_reason, created_by,
-                       created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT at FROM clock), (SELECT at FROM clock))
-ON CONFLICT (project_id, name) DO NOTHING
-RETURNING *;
+-- Unless the name is taken in the project (constraint-decided, as for pools); with it, its
+-- generation-1 event ($8 type, $9 reason, $10 message) in the same round trip.
+WITH clock AS (SELECT clock_timestamp() AS at),
+inserted AS (
+    INSERT INTO workloads (id, project_id, pool_id, name, spec, state_reason, created_by,
+                           created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, (SELECT at FROM clock), (SELECT at FROM clock))
+    ON CONFLICT (project_id, name) DO NOTHING
+    RETURNING *
+),
+accepted AS (
+    INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
+                        generation, actor)
+    SELECT project_id, 'workload', id, name, $8, $9, $10, 1, created_by FROM inserted
+)
+SELECT * FROM inserted;
 
 -- name: workload_by_name
 SELECT * FROM workloads WHERE project_id = $1 AND name = $2;
@@ -745,8 +757,9 @@ JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
 WHERE c.id = $1;
 
 -- name: steps_workload_load
--- The workload with its project's and pool's names, whether both have been reconciled at
--- least once (the namespace and the LocalQueue exist), and the binding's resource name.
+-- The workloads $1 (ids; one, or the many of a batch, app/store/batching.py) with their
+-- project's and pool's names, whether both have been reconciled at least once (the namespace
+-- and the LocalQueue exist), and the binding's resource name.
 SELECT w.id, w.project_id, w.pool_id, w.name, w.spec, w.generation, w.observed_generation,
        w.state, w.state_reason, w.observed, w.deletion_requested_at, w.created_at,
        p.name AS project_name, p.observed_generation AS project_observed_generation,
@@ -756,7 +769,7 @@ FROM workloads w
 JOIN projects p ON p.id = w.project_id
 JOIN compute_pools c ON c.id = w.pool_id
 JOIN accelerator_bindings b ON b.accelerator_class = c.accelerator_class
-WHERE w.id = $1;
+WHERE w.id = ANY($1::uuid[]);
 
 -- name: steps_service_load
 -- The service with its project's and pool's names, whether both have been reconciled at least
@@ -876,43 +889,59 @@ recorded AS (
 SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written;
 
 -- name: steps_workload_set_status
--- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;
--- the events of the change: $8 project id, $9 name, $10 actor, and one array element
--- per event in $11 types, $12 reasons, $13 messages, $14 once_keys. One statement (its
--- own transaction when run alone): the lease lock holds until the events are in.
--- Also returns the workload's age by the database clock (lifecycle latency metrics).
+-- Status writes of many workloads in one statement (one, or a batch: app/store/batching.py),
+-- each exactly as it would be alone. $1 owner, $2 actor; one array element per write in
+-- $3 ids, $4 lease epochs, $5 the generation each status describes, $6 states, $7 reasons,
+-- $8 observed, $9 project ids, $10 names; one array element per event in $11 the write it
+-- belongs to (its position in $3, from 1), $12 types, $13 reasons, $14 messages, $15
+-- once_keys. One statement (its own transaction when run alone): the lease locks hold until
+-- the events are in. Returns per write, in order, whether its lease was held, whether it was
+-- written, and the workload's age by the database clock (lifecycle latency metrics).
 WITH
--- the caller's lease, if it is still live now (not just when the transaction began), locked
+input AS (
+    SELECT * FROM unnest($3::uuid[], $4::bigint[], $5::bigint[], $6::text[], $7::text[],
+                         $8::jsonb[], $9::uuid[], $10::text[])
+         WITH ORDINALITY AS i(id, epoch, generation, state, reason, observed, project_id,
+                              name, n)
+),
+-- each caller's lease, if it is still live now (not just when the transaction began), locked
 -- until the transaction ends: a peer's takeover waits, so the check still holds at commit
 lease AS (
-    SELECT 1 FROM leases l
-    WHERE l.kind = 'workload' AND l.resource_id = $3 AND l.owner = $1 AND l.epoch = $2
-      AND l.expires_at > clock_timestamp()
+    SELECT l.resource_id FROM leases l
+    JOIN input i ON l.resource_id = i.id AND l.epoch = i.epoch
+    WHERE l.kind = 'workload' AND l.owner = $1 AND l.expires_at > clock_timestamp()
+    ORDER BY l.resource_id
     FOR SHARE OF l
 ),
--- the write, only onto the generation it was computed from (invariant 6) and never over a
+-- each write, only onto the generation it was computed from (invariant 6) and never over a
 -- deletion request that committed after the step read the row
 updated AS (
     UPDATE workloads w
-    SET state = $5, state_reason = $6, observed = $7, observed_generation = $4,
-        updated_at = now()
-    WHERE w.id = $3 AND w.generation = $4 AND w.deletion_requested_at IS NULL
-      AND EXISTS (SELECT 1 FROM lease)
-    RETURNING extract(epoch FROM clock_timestamp() - w.created_at)::float8 AS age
+    SET state = i.state, state_reason = i.reason, observed = i.observed,
+        observed_generation = i.generation, updated_at = now()
+    FROM input i
+    WHERE w.id = i.id AND w.generation = i.generation AND w.deletion_requested_at IS NULL
+      AND i.id IN (SELECT resource_id FROM lease)
+    RETURNING w.id, extract(epoch FROM clock_timestamp() - w.created_at)::float8 AS age
 ),
--- its events, only with the write; a repeated once_key is skipped (see insert_event)
+-- the events of each write, only with it, in order; a repeated once_key is skipped (see
+-- insert_event)
 recorded AS (
     INSERT INTO events (project_id, kind, resource_id, resource_name, type, reason, message,
                         generation, actor, once_key)
-    SELECT $8, 'workload', $3, $9, e.type, e.reason, e.message, $4, $10, e.once_key
-    FROM unnest($11::text[], $12::text[], $13::text[], $14::text[])
-         WITH ORDINALITY AS e(type, reason, message, once_key, n)
-    WHERE EXISTS (SELECT 1 FROM updated)
+    SELECT i.project_id, 'workload', i.id, i.name, e.type, e.reason, e.message, i.generation,
+           $2, e.once_key
+    FROM unnest($11::int[], $12::text[], $13::text[], $14::text[], $15::text[])
+         WITH ORDINALITY AS e(write, type, reason, message, once_key, n)
+    JOIN input i ON i.n = e.write
+    WHERE i.id IN (SELECT id FROM updated)
     ORDER BY e.n
     ON CONFLICT (kind, resource_id, once_key) WHERE once_key IS NOT NULL DO NOTHING
 )
-SELECT EXISTS (SELECT 1 FROM lease) AS held, EXISTS (SELECT 1 FROM updated) AS written,
-       (SELECT age FROM updated) AS age;
+SELECT i.id IN (SELECT resource_id FROM lease) AS held, u.id IS NOT NULL AS written, u.age
+FROM input i
+LEFT JOIN updated u ON u.id = i.id
+ORDER BY i.n;
 
 -- name: steps_service_set_status
 -- $3 id, $4 the generation the status describes, $5 state, $6 reason, $7 observed;

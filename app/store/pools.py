@@ -73,6 +73,9 @@ class PoolRef:
     name: str
     accelerator_class: str
     quota: dict[str, Any]
+    #: The class's binding (read with the pool, not locked): its resource name and node
+    #: labels; None when the class has no binding.
+    binding: tuple[str, dict[str, str]] | None = None
 
 
 def _quota_dict(quota: Quota) -> dict[str, Any]:
@@ -200,7 +203,10 @@ async def lock_for_workload(conn: Connection, project: ProjectScope, name: str) 
         why = "is being deleted"
     if row is None or why is not None:
         raise ValidationFailed([FieldError("compute_pool", f"compute pool {name!r} {why}")])
-    return PoolRef(row["id"], name, row["accelerator_class"], row["spec"]["quota"])
+    binding = None
+    if row["resource_name"] is not None:
+        binding = (row["resource_name"], row["node_labels"] or {})
+    return PoolRef(row["id"], name, row["accelerator_class"], row["spec"]["quota"], binding)
 
 
 async def _locked(

@@ -152,9 +152,21 @@ async def load_pool(conn: Connection, pool_id: uuid.UUID) -> PoolRow | None:
 
 
 async def load_workload(conn: Connection, workload_id: uuid.UUID) -> WorkloadRow | None:
-    row = await conn.fetchrow(QUERIES["steps_workload_load"], workload_id)
-    if row is None:
-        return None
+    return (await load_workloads(conn, [workload_id]))[0]
+
+
+async def load_workloads(
+    conn: Connection, workload_ids: Sequence[uuid.UUID]
+) -> list[WorkloadRow | None]:
+    """The rows of `workload_ids`, in their order (None: gone), in one statement."""
+    found = {
+        row["id"]: _workload_row(row)
+        for row in await conn.fetch(QUERIES["steps_workload_load"], list(workload_ids))
+    }
+    return [found.get(workload_id) for workload_id in workload_ids]
+
+
+def _workload_row(row: asyncpg.Record) -> WorkloadRow:
     return WorkloadRow(
         id=row["id"],
         project_id=row["project_id"],
@@ -246,7 +258,6 @@ def _written(row: asyncpg.Record | None) -> Written:
 _SET_STATUS: dict[Kind, LiteralString] = {
     "project": QUERIES["steps_project_set_status"],
     "pool": QUERIES["steps_pool_set_status"],
-    "workload": QUERIES["steps_workload_set_status"],
     "service": QUERIES["steps_service_set_status"],
 }
 
@@ -288,6 +299,9 @@ async def set_status(
     owner still holds the lease at `epoch` and the row is still at `generation`, not deleting;
     with the write (and only then) `audit`'s events, in order. One statement, one round trip:
     on a connection outside a transaction it is a transaction of its own."""
+    if kind == "workload":
+        write = StatusWrite(owner, epoch, resource_id, generation, state, reason, observed, audit)
+        return (await set_workload_statuses(conn, [write]))[0]
     events = audit.events
     row = await conn.fetchrow(
         _SET_STATUS[kind],
@@ -307,6 +321,48 @@ async def set_status(
         [event.once_key for event in events],
     )
     return _written(row)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusWrite:
+    """One workload's fenced status write (`set_status`'s arguments)."""
+
+    owner: str
+    epoch: int
+    resource_id: uuid.UUID
+    generation: int
+    state: WorkloadState | ResourceState | ServiceState
+    reason: str
+    observed: dict[str, Any]
+    audit: Audit
+
+
+async def set_workload_statuses(conn: Connection, writes: Sequence[StatusWrite]) -> list[Written]:
+    """`set_status` of many workloads in one statement, each write fenced and guarded as it
+    would be alone; their outcomes in order. The writes are of one owner and one actor (one
+    replica's steps) and of distinct workloads."""
+    owner, actor = writes[0].owner, writes[0].audit.actor
+    assert all(w.owner == owner and w.audit.actor == actor for w in writes)
+    events = [(n, event) for n, w in enumerate(writes, 1) for event in w.audit.events]
+    rows = await conn.fetch(
+        QUERIES["steps_workload_set_status"],
+        owner,
+        actor,
+        [w.resource_id for w in writes],
+        [w.epoch for w in writes],
+        [w.generation for w in writes],
+        [w.state for w in writes],
+        [w.reason for w in writes],
+        [w.observed for w in writes],
+        [w.audit.project_id for w in writes],
+        [w.audit.resource_name for w in writes],
+        [n for n, _ in events],
+        [event.type for _, event in events],
+        [event.reason for _, event in events],
+        [event.message for _, event in events],
+        [event.once_key for _, event in events],
+    )
+    return [_written(row) for row in rows]
 
 
 async def set_workload_observed(

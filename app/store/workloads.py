@@ -32,7 +32,7 @@ from app.domain.specs import Quota, WorkloadSpec
 from app.domain.validation import check_fits_pool, is_name
 from app.domain.workload_resources import ACCEPTED_REASON, WorkloadResource, workload_from_row
 from app.store import pools
-from app.store.audit import record_change
+from app.store.audit import record_change, ring_doorbell
 from app.store.creates import taken
 from app.store.paging import NIL_UUID, ByteBound, Position, fetch_page
 from app.store.queries import QUERIES
@@ -92,26 +92,22 @@ async def pool_that_fits(
             detail=shortfall.detail,
         )
     if nodes is not None:
-        await _check_fits_node(conn, spec, pool.accelerator_class, nodes)
+        _check_fits_node(spec, pool, nodes)
     return pool.id
 
 
-async def _check_fits_node(
-    conn: Connection, spec: PodRequest, accelerator_class: str, nodes: NodeSource
-) -> None:
+def _check_fits_node(spec: PodRequest, pool: pools.PoolRef, nodes: NodeSource) -> None:
     """`ExceedsNodeCapacity` when nodes of the class exist and none can hold one pod
     (docs/API.md: no node of the class, or nodes not listed yet, is no refusal)."""
     known = nodes()
-    if known is None:
+    if known is None or pool.binding is None:
         return
-    binding = await conn.fetchrow(QUERIES["binding_by_class"], accelerator_class)
-    if binding is None:
-        return
+    resource_name, node_labels = pool.binding
     shortfall = check_fits_node(
         spec,
-        accelerator_class=accelerator_class,
-        resource_name=binding["resource_name"],
-        node_labels=binding["node_labels"],
+        accelerator_class=pool.accelerator_class,
+        resource_name=resource_name,
+        node_labels=node_labels,
         nodes=known,
     )
     if shortfall is None:
@@ -168,25 +164,16 @@ async def create(
         msgspec.to_builtins(spec),
         ACCEPTED_REASON,
         actor,
+        EventType.ACCEPTED,
+        EventReason.CREATED,
+        f"Workload {spec.name} accepted at generation 1 in compute pool {spec.compute_pool}.",
     )
     if row is None:
         raise await taken(
             conn, "Workload", spec.name, QUERIES["workload_by_name"], project.id, spec.name
         )
-    await record_change(
-        conn,
-        project_id=project.id,
-        kind=KIND,
-        resource_id=workload_id,
-        resource_name=spec.name,
-        type=EventType.ACCEPTED,
-        reason=EventReason.CREATED,
-        message=f"Workload {spec.name} accepted at generation 1 in compute pool "
-        f"{spec.compute_pool}.",
-        generation=1,
-        actor=actor,
-        doorbell=doorbell,
-    )
+    if doorbell:
+        await ring_doorbell(conn, KIND, workload_id)
     return workload_from_row(row, project.name)
 
 

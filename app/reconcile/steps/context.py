@@ -19,10 +19,11 @@ from app.observability.metrics import STUCK_DELETING, WORKLOADS_BY_STATE
 from app.reconcile.steps.routing import PoolRoutes
 from app.store import reconciling
 from app.store.audit import record_event
+from app.store.batching import Batcher
 
 if TYPE_CHECKING:
     import uuid
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
     from app.domain.kinds import Kind
     from app.domain.kube_objects import Manifest
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from app.kube.informers import Informers
     from app.reconcile.fencing import Fence
     from app.store.db import Connection, Database
-    from app.store.reconciling import Written
+    from app.store.reconciling import WorkloadRow, Written
 
 log = logging.getLogger("aicp.reconcile")
 
@@ -99,6 +100,13 @@ class StepContext:
     priority_classes_applied: bool = False
     _gauges_at: float = float("-inf")
     _finished_at: float = float("-inf")
+    # The workers' workload reads and status writes, many to a statement under load.
+    _workload_reads: Batcher[uuid.UUID, WorkloadRow | None] = field(init=False)
+    _workload_writes: Batcher[reconciling.StatusWrite, Written] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._workload_reads = Batcher(self._read_workloads)
+        self._workload_writes = Batcher(self._write_workloads)
 
     @property
     def actor(self) -> str:
@@ -130,19 +138,26 @@ class StepContext:
                 for event in events or ()
             ],
         )
-        async with self.db.connection() as conn:
-            written = await reconciling.set_status(
-                conn,
-                subject.kind,
-                owner=fence.owner,
-                epoch=fence.epoch,
-                resource_id=subject.id,
-                generation=generation,
-                state=state,
-                reason=reason,
-                observed=observed,
-                audit=audit,
+        if subject.kind == "workload":
+            written = await self._workload_writes(
+                reconciling.StatusWrite(
+                    fence.owner, fence.epoch, subject.id, generation, state, reason, observed, audit
+                )
             )
+        else:
+            async with self.db.connection() as conn:
+                written = await reconciling.set_status(
+                    conn,
+                    subject.kind,
+                    owner=fence.owner,
+                    epoch=fence.epoch,
+                    resource_id=subject.id,
+                    generation=generation,
+                    state=state,
+                    reason=reason,
+                    observed=observed,
+                    audit=audit,
+                )
         if not written.held:
             raise fence.lost(f"status write of {subject.kind} {subject.name}")
         return written
@@ -198,6 +213,22 @@ class StepContext:
         if row is not None:
             await self.refresh_gauges()
         return row
+
+    async def read_workload(self, workload_id: uuid.UUID) -> WorkloadRow | None:
+        """`read_row` of a workload, read together with the rows other workers want meanwhile
+        (one statement for them all, `app/store/batching.py`)."""
+        row = await self._workload_reads(workload_id)
+        if row is not None:
+            await self.refresh_gauges()
+        return row
+
+    async def _read_workloads(self, ids: Sequence[uuid.UUID]) -> list[WorkloadRow | None]:
+        async with self.db.connection() as conn:
+            return await reconciling.load_workloads(conn, ids)
+
+    async def _write_workloads(self, writes: Sequence[reconciling.StatusWrite]) -> list[Written]:
+        async with self.db.connection() as conn:
+            return await reconciling.set_workload_statuses(conn, writes)
 
     async def refresh_gauges(self) -> None:
         """Recount live workloads by state and stuck deletions, at most every few seconds, and
