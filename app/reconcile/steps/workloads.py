@@ -80,7 +80,6 @@ from app.reconcile.steps.rendezvous import (
     retries_left,
 )
 from app.reconcile.workers import Result
-from app.store import reconciling
 
 if TYPE_CHECKING:
     import uuid
@@ -145,7 +144,7 @@ class WorkloadStep:
 
     async def __call__(self, workload_id: uuid.UUID, fence: Fence, /) -> Result:
         ctx = self.ctx
-        row = await ctx.read_row(reconciling.load_workload, workload_id)
+        row = await ctx.read_workload(workload_id)
         if row is None:
             return Result.release()
         spec = spec_of(row)
@@ -171,8 +170,13 @@ class WorkloadStep:
             namespace = ctx.informers.namespaces.get(None, identity.namespace)
             if namespace is None or is_terminating(namespace):
                 return await self._without_namespace(fence, row, identity)
-            job = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
+            if _had_job(row, identity):
+                # recorded, yet not in the cache: gone, or the cache has not seen it yet
+                job = await get(ctx.kube, JOBS, identity.namespace, identity.job_name)
             if job is None:
+                # never recorded: created straight away (one request, not a read first); one
+                # that exists after all (its creator died before recording it) conflicts and
+                # is adopted
                 return await self._create(fence, row, spec, identity)
         if (manager := foreign_owner(job, {UID_LABEL: str(row.id)})) is not None:
             return await self._refused(fence, row, identity, manager)
@@ -369,6 +373,9 @@ class WorkloadStep:
             return Result.done()  # the row moved on; the change that moved it queues us
         if state.is_terminal or _settled(row):
             return await self._finish(fence, row, job)
+        standing_after = self.planner.deferred(row.id)
+        if standing_after is not None:
+            return Result.requeue(standing_after)  # its standing comes with the next replay
         return Result.requeue(_next_look(classification))
 
     async def _record_change(
