@@ -41,6 +41,13 @@ if TYPE_CHECKING:
 REFRESH_SECONDS = 30.0
 #: One pool's replay serves its queued workloads' steps for this long.
 SHARED_SECONDS = 5.0
+#: A pool is replayed again no sooner than this after its last replay began, and no sooner
+#: than `REPLAY_SPACING` times that replay's duration: under a burst of submissions (each new
+#: workload missing from the last replay) the replays of a deep pool take at most about a
+#: quarter of a core, instead of one O(queue) replay per new workload (O(queue²) in all).
+#: The workloads that arrived meanwhile get their standing from the next replay.
+MIN_REPLAY_SECONDS = 1.0
+REPLAY_SPACING = 4.0
 MOVED_SECONDS = 60.0
 MOVED_SHARE = 0.1
 
@@ -62,6 +69,9 @@ class _Pooled:
     plan: PoolPlan
     found: dict[Any, Forecast]
     at: datetime
+    #: When the replay began (monotonic) and the earliest the pool may be replayed again.
+    began: float = 0.0
+    next_at: float = 0.0
 
 
 class Planner:
@@ -69,24 +79,38 @@ class Planner:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._shared: dict[tuple[uuid.UUID, str], tuple[float, _Pooled]] = {}
+        self._shared: dict[tuple[uuid.UUID, str], _Pooled] = {}
         self._replaying: dict[tuple[uuid.UUID, str], asyncio.Future[_Pooled | None]] = {}
+        # Workloads left out of a replay for its spacing: id -> when the next one may begin;
+        # and when each was last left out (once only: one that the next replay does not hold
+        # either, e.g. not queued in the rows yet, looks again at `REFRESH_SECONDS`).
+        self._deferred: dict[uuid.UUID, float] = {}
+        self._left_out: dict[uuid.UUID, float] = {}
+
+    def deferred(self, workload_id: uuid.UUID) -> float | None:
+        """Seconds until the standing of a workload the last replay did not hold can be
+        computed (its step looks again then), or None when it was not left out."""
+        next_at = self._deferred.pop(workload_id, None)
+        return None if next_at is None else max(next_at - time.monotonic(), 0.0)
 
     async def _pool(self, row: WorkloadRow) -> _Pooled | None:
         key = (row.project_id, row.pool)
+        while (replaying := self._replaying.get(key)) is not None:
+            # The steps of one pool's queued workloads wake together: one replay serves them
+            # (one that failed or was cancelled leaves the next to replay).
+            await asyncio.wait([replaying])
+            if not replaying.cancelled() and replaying.result() is None:
+                return None
         now = time.monotonic()
         shared = self._shared.get(key)
-        if shared is not None and now - shared[0] < SHARED_SECONDS and row.id in shared[1].found:
-            return shared[1]
-        replaying = self._replaying.get(key)
-        if replaying is not None:
-            # The steps of one pool's queued workloads wake together: one replay serves them
-            # (one that failed or was cancelled leaves each to replay for itself).
-            await asyncio.wait([replaying])
-            if not replaying.cancelled():
-                pooled = replaying.result()
-                if pooled is None or row.id in pooled.found:
-                    return pooled
+        if shared is not None:
+            if row.id in shared.found and now - shared.began < SHARED_SECONDS:
+                return shared
+            if now < shared.next_at:
+                if row.id not in self._left_out:
+                    self._left_out[row.id] = now
+                    self._deferred[row.id] = shared.next_at
+                return shared  # too soon to replay the pool again: what the last replay knows
         future: asyncio.Future[_Pooled | None] = asyncio.get_running_loop().create_future()
         self._replaying[key] = future
         try:
@@ -117,10 +141,17 @@ class Planner:
         found = await asyncio.to_thread(
             forecast, entries, plan.quota, plan.history, at, calibration=plan.calibration
         )
-        pooled = _Pooled(plan, found, at)
-        for stale in [k for k, v in self._shared.items() if now - v[0] >= SHARED_SECONDS]:
+        spacing = max(MIN_REPLAY_SECONDS, REPLAY_SPACING * (time.monotonic() - now))
+        pooled = _Pooled(plan, found, at, began=now, next_at=now + spacing)
+        for stale in [
+            k for k, v in self._shared.items() if now >= max(v.began + SHARED_SECONDS, v.next_at)
+        ]:
             del self._shared[stale]
-        self._shared[key] = (now, pooled)
+        self._shared[key] = pooled
+        for gone in [k for k, next_at in self._deferred.items() if next_at < now]:
+            del self._deferred[gone]  # (their steps did not come back for it)
+        for gone in [k for k, at in self._left_out.items() if at < now - REFRESH_SECONDS]:
+            del self._left_out[gone]
         return pooled
 
     async def standing(

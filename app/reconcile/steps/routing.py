@@ -13,8 +13,10 @@ in-memory tables and enqueues a key, never doing I/O.
 | ClusterQueue  | pool, and the   | by name, through `PoolRoutes` (filled by the pool steps);   |
 |               | pool's queued   | its queued workloads (suspended Jobs of that queue in that  |
 |               | workloads       | namespace) too: their reason quotes the pool's usage. The   |
-|               |                 | Jobs cache indexes the suspended ones (`queued_jobs`), so a |
-|               |                 | change costs O(waiting Jobs), not O(Jobs the pool has run)  |
+|               |                 | Jobs cache indexes the suspended ones (`queued_jobs`), and  |
+|               |                 | the changes of one pool are folded: its waiting workloads   |
+|               |                 | are woken at once, then at most once per `FANOUT_SECONDS`   |
+|               |                 | or per `waiting / FANOUT_WAKES_PER_SECOND` s if longer      |
 | Namespace     | project, and    | label `aicp.dev/uid` (the project's id) when it is deleted   |
 |               | the project's   | or being deleted (drift: the project step re-creates it);   |
 |               | pools           | its pools, through `PoolRoutes`, whenever it comes or goes  |
@@ -29,6 +31,7 @@ or a deleted namespace (drift) must be able to win its lease back.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import TYPE_CHECKING
@@ -42,6 +45,7 @@ from app.domain.labels import (
     UID_LABEL,
 )
 from app.domain.naming import cluster_queue_name, namespace_for
+from app.reconcile.steps.planning import REFRESH_SECONDS
 from app.store import reconciling
 
 if TYPE_CHECKING:
@@ -52,6 +56,16 @@ if TYPE_CHECKING:
     from app.store.db import Database
 
 log = logging.getLogger(__name__)
+
+#: A pool's waiting workloads are woken for a change of its ClusterQueue at once, then no
+#: sooner than this after the last time (the changes meanwhile fold into one wake, which reads
+#: the cache as it is then), and no sooner than one wake per waiting workload at
+#: `FANOUT_WAKES_PER_SECOND` (at most `REFRESH_SECONDS`, when a queued workload looks again
+#: anyway): during a burst Kueue changes a ClusterQueue's usage at every admission and every
+#: finish, and waking thousands of waiting workloads for each change costs
+#: O(admissions x waiting) steps that only rewrite a usage figure in their reasons.
+FANOUT_SECONDS = 1.0
+FANOUT_WAKES_PER_SECOND = 50.0
 
 
 def _uuid(value: object) -> uuid.UUID | None:
@@ -113,6 +127,10 @@ class EventRouter:
         # Job (namespace, name) → workload id, so a Job whose uid label was removed by hand
         # still reaches its workload (which then restores the label).
         self._job_owner: dict[Key, uuid.UUID] = {}
+        # (namespace, pool) → the earliest its waiting workloads may be woken again, and the
+        # wake scheduled for then (if a change came meanwhile).
+        self._fanout_next: dict[tuple[str, str], float] = {}
+        self._fanout_due: dict[tuple[str, str], asyncio.TimerHandle] = {}
 
     def __call__(self, event_type: EventType, obj: Manifest) -> None:
         kind = obj.get("kind")
@@ -180,8 +198,23 @@ class EventRouter:
         pool = label_of(cluster_queue, POOL_LABEL)
         if not project or not pool:
             return
-        for job in self._informers.queued_jobs(namespace_for(project), pool):
+        key = (namespace_for(project), pool)
+        if key in self._fanout_due:
+            return  # a wake is due: it will see this change too
+        loop = asyncio.get_running_loop()
+        delay = self._fanout_next.get(key, 0.0) - loop.time()
+        if delay > 0:
+            self._fanout_due[key] = loop.call_later(delay, self._wake_waiting, key)
+        else:
+            self._wake_waiting(key)
+
+    def _wake_waiting(self, key: tuple[str, str]) -> None:
+        self._fanout_due.pop(key, None)
+        waiting = self._informers.queued_jobs(*key)
+        for job in waiting:
             self._workload(self.workload_of_job(job))
+        spacing = max(FANOUT_SECONDS, min(REFRESH_SECONDS, len(waiting) / FANOUT_WAKES_PER_SECOND))
+        self._fanout_next[key] = asyncio.get_running_loop().time() + spacing
 
     def _kueue_workload(self, obj: Manifest) -> None:
         namespace = namespace_of(obj)

@@ -3,6 +3,7 @@ the handler sees objects as the informers deliver them and only enqueues keys.""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +13,7 @@ from kubernetes_asyncio import client
 
 from app.kube.client import KubeClient, TokenBucket
 from app.kube.informers import Informers
-from app.reconcile.steps.routing import EventRouter, PoolRoutes
+from app.reconcile.steps.routing import FANOUT_SECONDS, EventRouter, PoolRoutes
 
 WORKLOAD = uuid.UUID("5b4f3c1e-0000-4000-8000-00000000a11c")
 POOL = uuid.UUID("5b4f3c1e-0000-4000-8000-0000000000b1")
@@ -125,3 +126,45 @@ def test_a_job_being_deleted_under_the_evidence_finalizer_wakes_its_workload(
     deleting["metadata"]["finalizers"] = ["aicp.dev/evidence"]
     router("MODIFIED", deleting)
     assert engine.woken == [("workload", WORKLOAD)]
+
+
+def waiting_job(index: int) -> dict[str, Any]:
+    """A suspended Job of the pool's LocalQueue: a workload waiting for Kueue's admission."""
+    found = job()
+    found["metadata"]["name"] = f"wait-{index}"
+    found["metadata"]["labels"] = {
+        **found["metadata"]["labels"],
+        "aicp.dev/uid": str(uuid.UUID(int=index + 1)),
+        "kueue.x-k8s.io/queue-name": "h100-pool",
+    }
+    found["spec"] = {"suspend": True}
+    return found
+
+
+async def test_a_burst_of_cluster_queue_changes_wakes_the_waiting_workloads_once_per_interval(
+    router: EventRouter, engine: RecordingEngine, informers: Informers
+) -> None:
+    """During a burst Kueue changes a pool's ClusterQueue at every admission: its waiting
+    workloads are woken at the first change, then once for all the changes of an interval."""
+    for index in range(3):
+        informers.jobs.cache.put(waiting_job(index))
+    queue = {
+        "kind": "ClusterQueue",
+        "metadata": {
+            "name": "aicp-research-h100-pool",
+            "labels": {"aicp.dev/project": "research", "aicp.dev/pool": "h100-pool"},
+        },
+    }
+    waiting = sorted(uuid.UUID(int=index + 1) for index in range(3))
+    router("MODIFIED", queue)
+    assert sorted(resource for _, resource in engine.local) == waiting
+    engine.local.clear()
+    for _ in range(50):
+        router("MODIFIED", queue)
+    assert engine.local == []  # folded into the one wake due at the end of the interval
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FANOUT_SECONDS + 2.0
+    while not engine.local and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    assert sorted(resource for _, resource in engine.local) == waiting
+    assert engine.woken == [("pool", POOL)] * 51
