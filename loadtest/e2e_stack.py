@@ -89,15 +89,17 @@ async def e2e_stack(
     *,
     aicp_repo: Path = REPO,
     sim_nodes: int = 2,
+    sim_args: tuple[str, ...] = (),
     debug_loggers: tuple[str, ...] = (),
     **aicp_env: str,
 ) -> AsyncIterator[Stack]:
     """The three processes; `aicp_repo`: run aicp from another checkout (e.g. an older
     commit's, to compare), with this interpreter; `sim_nodes`: kubesim's nodes (8 H100s each);
+    `sim_args`: kubesim's other options (`--no-controllers`: the API server alone);
     `debug_loggers`: aicp's loggers that log at DEBUG (the others stay at INFO)."""
     async with (
         scratch_database(admin_url, "aicp_e2e_bench") as database_url,
-        _processes(database_url, aicp_env, aicp_repo, sim_nodes, debug_loggers) as stack,
+        _processes(database_url, aicp_env, aicp_repo, sim_nodes, debug_loggers, sim_args) as stack,
     ):
         yield stack
 
@@ -109,6 +111,7 @@ async def _processes(
     aicp_repo: Path,
     sim_nodes: int = 2,
     debug_loggers: tuple[str, ...] = (),
+    sim_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Stack]:
     processes: list[subprocess.Popen[bytes]] = []
     serve = [sys.executable, "-m", "app", "serve"]
@@ -128,7 +131,7 @@ async def _processes(
             directory = Path(tmp)
             kubeconfig = directory / "kubeconfig"
             kubesim = _start(
-                kubesim_command(kubeconfig, "--nodes", str(sim_nodes)),
+                kubesim_command(kubeconfig, "--nodes", str(sim_nodes), *sim_args),
                 {**os.environ},
                 directory / "kubesim.log",
             )

@@ -30,17 +30,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import subprocess
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import aiohttp
+import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loadtest.e2e_stack import WORKLOADS, e2e_stack, scenario, watch_managed
+from loadtest.e2e_stack import (
+    POOL,
+    PROJECT,
+    REPO,
+    WORKLOADS,
+    Stack,
+    e2e_stack,
+    scenario,
+    watch_managed,
+)
 from loadtest.latency import report
 
 
@@ -205,6 +217,8 @@ async def status_propagation(
             refused += 1
             await asyncio.sleep(float(response.headers.get("retry-after", "1")))
 
+    if count == 0:
+        return
     bench = scenario(client)
     for i in range(count):
         body = bench.workload_body(f"obs-{i}", env={"KUBESIM_RUN_SECONDS": "0.5"})
@@ -240,11 +254,85 @@ def _step_totals(metrics: str) -> dict[str, tuple[float, float]]:
     return {kind: (count, seconds) for kind, (count, seconds) in totals.items()}
 
 
+async def _queues_applied(client: httpx.AsyncClient) -> None:
+    """With the API server alone no Kueue reports the pool's ClusterQueue, so the pool never
+    becomes READY: wait for its queues to be applied (observed generation 1) instead."""
+    deadline = time.perf_counter() + 60
+    while time.perf_counter() < deadline:
+        pool = (await client.get(f"/api/v1/projects/{PROJECT}/compute-pools/{POOL}")).json()
+        if pool["status"]["observed_generation"] >= 1:
+            return
+        await asyncio.sleep(0.1)
+    raise SystemExit("the pool's queues were not applied within 60 s")
+
+
+def postgres_cpu_seconds() -> float:
+    """User + system CPU time of every process named postgres on this machine (the server the
+    benchmark runs against, with all its backends: nothing else uses it meanwhile)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if "(postgres)" in text:
+            fields = text.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def _all_succeeded(database_url: str, timeout: float) -> float:
+    """Seconds until every workload is SUCCEEDED (read from the database, not the API, so the
+    waiting adds no requests); fails the run after `timeout`."""
+    started = time.perf_counter()
+    conn = await asyncpg.connect(database_url)
+    try:
+        while True:
+            left = await conn.fetchval("SELECT count(*) FROM workloads WHERE state <> 'SUCCEEDED'")
+            if left == 0:
+                return time.perf_counter() - started
+            if time.perf_counter() - started > timeout:
+                raise SystemExit(f"{left} workloads not SUCCEEDED {timeout:g} s after the rest")
+            await asyncio.sleep(0.25)
+    finally:
+        await conn.close()
+
+
+def _profile(directory: Path, stack: Stack, seconds: float) -> list[subprocess.Popen[bytes]]:
+    """py-spy sampling aicp and kubesim for the first `seconds` of the run (raw collapsed
+    stacks, 250 Hz, `loadtest/profile_summary.py` sorts them)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "-p",
+                str(pid),
+                "-d",
+                str(round(seconds)),
+                "-r",
+                "250",
+                "-f",
+                "raw",
+                "--nonblocking",
+                "-o",
+                str(directory / f"{name}.txt"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, pid in (("aicp", stack.aicp_pid), ("kubesim", stack.kubesim_pid))
+    ]
+
+
 async def main(args: argparse.Namespace) -> None:
     env = {}
     if args.write_qps:
         env = {"AICP_KUBE_WRITE_QPS": str(args.write_qps), "AICP_KUBE_WRITE_BURST": "1000"}
-    async with e2e_stack(args.admin_url, **env) as stack:
+    sim_args = ("--no-controllers",) if args.api_only else ()
+    stacked = e2e_stack(args.admin_url, aicp_repo=args.aicp_repo, sim_args=sim_args, **env)
+    async with stacked as stack:
         seen = Seen()
         async with (
             httpx.AsyncClient(base_url=stack.kubesim_url) as sim,
@@ -255,8 +343,11 @@ async def main(args: argparse.Namespace) -> None:
                 limits=httpx.Limits(max_connections=64),
             ) as client,
         ):
-            await scenario(client).setup_pool()
+            await scenario(client).setup_pool(wait=not args.api_only)
+            if args.api_only:
+                await _queues_applied(client)
             cpu_before = stack.cpu_seconds(stack.aicp_pid), stack.cpu_seconds(stack.kubesim_pid)
+            postgres_before = postgres_cpu_seconds()
             opened = [asyncio.Event(), asyncio.Event()]
             watches = [
                 asyncio.create_task(watch(sim, "/apis/batch/v1/jobs", seen, opened[0])),
@@ -264,6 +355,7 @@ async def main(args: argparse.Namespace) -> None:
             ]
             await asyncio.gather(*(event.wait() for event in opened))
             missing = 0
+            spies = _profile(args.profile, stack, args.seconds) if args.profile else []
             try:
                 if args.rate:
                     missing, _ = await asyncio.gather(
@@ -277,6 +369,11 @@ async def main(args: argparse.Namespace) -> None:
                 for task in watches:
                     task.cancel()
                 await asyncio.gather(*watches, return_exceptions=True)
+                for spy in spies:
+                    spy.wait(timeout=args.seconds + 60)
+            if args.rate and not args.api_only:
+                finished_after = await _all_succeeded(stack.database_url, args.finish_timeout)
+                print(f"all SUCCEEDED {finished_after:.1f} s after the last Job appeared")
             steps = _step_totals((await client.get("/metrics")).text)
             submitted = round(args.rate * args.seconds) if args.rate else args.submissions
             workloads = submitted + args.observed
@@ -287,9 +384,11 @@ async def main(args: argparse.Namespace) -> None:
             )
             aicp_cpu = stack.cpu_seconds(stack.aicp_pid) - cpu_before[0]
             kubesim_cpu = stack.cpu_seconds(stack.kubesim_pid) - cpu_before[1]
+            postgres = postgres_cpu_seconds() - postgres_before
             print(
                 f"CPU per workload: aicp {aicp_cpu / workloads * 1000:.1f} ms, "
-                f"kubesim {kubesim_cpu / workloads * 1000:.1f} ms"
+                f"kubesim {kubesim_cpu / workloads * 1000:.1f} ms, "
+                f"PostgreSQL {postgres / workloads * 1000:.1f} ms (every backend of the server)"
             )
             stats = (await sim.get("/_sim/stats")).json()
             print(
@@ -313,5 +412,26 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=60.0, help="how long --rate lasts")
     parser.add_argument(
         "--write-qps", type=float, default=None, help="aicp's AICP_KUBE_WRITE_QPS (default 50)"
+    )
+    parser.add_argument(
+        "--finish-timeout",
+        type=float,
+        default=900.0,
+        help="with --rate: how long every workload may take to be SUCCEEDED after the last POST",
+    )
+    parser.add_argument(
+        "--api-only",
+        action="store_true",
+        help="kubesim without its controllers (no Kueue, no pods): POST -> Job only, with the "
+        "cluster's cost of running the workloads off the machine",
+    )
+    parser.add_argument(
+        "--aicp-repo",
+        type=Path,
+        default=REPO,
+        help="run aicp from this checkout (e.g. an earlier commit's, to compare)",
+    )
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy profiles of aicp and kubesim during --seconds, here"
     )
     asyncio.run(main(parser.parse_args()))
