@@ -27,9 +27,10 @@ import dataclasses
 import math
 import random
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from app.domain.planning.calibration import Band
 from app.domain.planning.queue import (
@@ -42,7 +43,7 @@ from app.domain.planning.queue import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     from app.domain.planning.calibration import Calibration
 
@@ -182,7 +183,7 @@ class Forecast:
     """Where one waiting workload stands and when it will likely be admitted."""
 
     position: int  # 1-based, in the pool's queue order
-    ahead: tuple[str, ...]  # the names of the waiting workloads before it, head first
+    ahead: Sequence[str]  # the names of the waiting workloads before it, head first
     #: The band shown: the replay's, moved by the pool's calibration when it has one.
     band: Band | None
     basis: str
@@ -433,14 +434,20 @@ def forecast(
         for entry_id in targets:
             starts[entry_id].append(replay.starts.get(entry_id, float("inf")))
     holders = [entry for entry in entries if entry.holding]
-    known = {entry.id: history.durations_for(entry) for entry in entries}
+    names = tuple(entry.name for entry in waiting)
+    # What the basis of each entry draws on (the holders', then those ahead's durations),
+    # built up along the queue: O(queue) for all of them, not O(queue) each.
+    drawn = _Drawn()
+    for holder in holders:
+        drawn.add(history.durations_for(holder))
+    waits_on = holders_text(holders, now)
     result: dict[uuid.UUID, Forecast] = {}
     for position, entry in enumerate(waiting, start=1):
-        ahead = waiting[: position - 1]
         values = sorted(starts[entry.id])
         band: Band | None = None
         replay_band: Band | None = None
-        basis = basis_of(holders, ahead, known, now)
+        basis = basis_of(waits_on, position - 1, drawn)
+        drawn.add(history.durations_for(entry))
         low, mid, high = (_percentile(values, share) for share in (0.1, 0.5, 0.9))
         if high == float("inf") or basis is None:
             basis = basis or NO_BASIS
@@ -453,14 +460,14 @@ def forecast(
                 likely=now + timedelta(seconds=mid),
                 latest=now + timedelta(seconds=high),
             )
-            if history.arrivals is not None and (holders or ahead):
+            if history.arrivals is not None and (holders or position > 1):
                 basis = f"{basis}; {history.arrivals.text()}"
             if calibration is not None:
                 band = calibration.apply(replay_band, now)
                 basis = f"{basis}; {calibration.text()}"
         result[entry.id] = Forecast(
             position=position,
-            ahead=tuple(e.name for e in ahead),
+            ahead=Prefix(names, position - 1),
             band=band,
             basis=basis,
             replay_band=replay_band,
@@ -510,34 +517,81 @@ def _names(entries: Sequence[Entry], limit: int = 3) -> str:
     return f"{text} and {more} more" if more > 0 else text
 
 
-def basis_of(
-    holders: Sequence[Entry],
-    ahead: Sequence[Entry],
-    known: Mapping[uuid.UUID, Durations | None],
-    now: datetime,
-) -> str | None:
-    """The one-line basis of a forecast: what it waits for and what the durations come from
-    (`known`: each entry's durations; None: some workload it depends on has no history to
-    draw from)."""
-    if not holders and not ahead:
-        return "nothing holds the pool's quota: Kueue admits it at its next pass"
-    groups: dict[str, Durations] = {}
-    for other in [*holders, *ahead]:
-        durations = known[other.id]
+class Prefix(Sequence[str]):
+    """The first `count` of one shared tuple of names, not copied: a queue of n waiting
+    workloads holds n of these in O(n), where a tuple of the names ahead of each was O(n²)."""
+
+    __slots__ = ("_count", "_names")
+
+    def __init__(self, names: tuple[str, ...], count: int) -> None:
+        self._names = names
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        if isinstance(index, slice):
+            return self._names[slice(*index.indices(self._count))]
+        if not -self._count <= index < self._count:
+            raise IndexError(index)
+        return self._names[index % self._count]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+class _Drawn:
+    """The durations a forecast's basis draws on so far, by group in the order first met, and
+    whether one of them had none."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, Durations] = {}
+        self.missing = False
+
+    def add(self, durations: Durations | None) -> None:
         if durations is None:
-            return None
-        groups.setdefault(durations.kind + durations.key, durations)
-    parts = []
-    if holders:
-        oldest = min((h.held_since or now) for h in holders)
-        verb = "frees its" if len(holders) == 1 else "free their"
-        running = f"when {_names(list(holders))} {verb} quota"
-        elapsed = (now - oldest).total_seconds()
-        if elapsed >= 60:
-            running += f" (the oldest admitted {duration_text(elapsed)} ago)"
-        parts.append(running)
+            self.missing = True
+        else:
+            self.groups.setdefault(durations.kind + durations.key, durations)
+
+
+def holders_text(holders: Sequence[Entry], now: datetime) -> str:
+    """What every waiting workload of the pool waits on first: its holders freeing quota."""
+    if not holders:
+        return ""
+    oldest = min((h.held_since or now) for h in holders)
+    verb = "frees its" if len(holders) == 1 else "free their"
+    running = f"when {_names(list(holders))} {verb} quota"
+    elapsed = (now - oldest).total_seconds()
+    if elapsed >= 60:
+        running += f" (the oldest admitted {duration_text(elapsed)} ago)"
+    return running
+
+
+def basis_of(waits_on: str, ahead: int, drawn: _Drawn) -> str | None:
+    """The one-line basis of a forecast: what it waits for (`waits_on`: the holders, from
+    `holders_text`; `ahead`: how many wait before it) and what the durations come from
+    (`drawn`: those of the holders and of the ones ahead; None: some workload it depends on
+    has no history to draw from)."""
+    if not waits_on and not ahead:
+        return "nothing holds the pool's quota: Kueue admits it at its next pass"
+    if drawn.missing:
+        return None
+    groups = drawn.groups
+    parts = [waits_on] if waits_on else []
     if ahead:
-        parts.append(f"after {len(ahead)} queued ahead")
+        parts.append(f"after {ahead} queued ahead")
     sources = []
     for durations in list(groups.values())[:2]:
         took = _range(durations.seconds)

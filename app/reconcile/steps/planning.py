@@ -158,7 +158,8 @@ class Planner:
         self, row: WorkloadRow, state: WorkloadState, facts: dict[str, Any]
     ) -> tuple[dict[str, Any], NewEstimate | None]:
         """`facts` as the status write should carry them: with the standing while QUEUED (the
-        write is of the row's generation, so its first QUEUED status carries one already)."""
+        write is of the row's generation, so its first QUEUED status carries one, unless the
+        pool's last replay is too recent to run another and did not hold it: `deferred`)."""
         if state != WorkloadState.QUEUED:
             return facts, None
         return await self.queued_facts(row, facts)
