@@ -37,8 +37,12 @@ if TYPE_CHECKING:
     from app.store.planning import PoolPlan
     from app.store.reconciling import WorkloadRow
 
-#: A queued workload's standing is looked at again this often.
+#: A queued workload's standing is looked at again this often, or less often in a deep pool:
+#: its queued workloads look again at `REFRESH_LOOKS_PER_SECOND` in all at most (a pool of
+#: 3,000 waiting: each every 60 s), so a backlog does not cost more per workload the longer it
+#: is.
 REFRESH_SECONDS = 30.0
+REFRESH_LOOKS_PER_SECOND = 50.0
 #: One pool's replay serves its queued workloads' steps for this long.
 SHARED_SECONDS = 5.0
 #: A pool is replayed again no sooner than this after its last replay began, and no sooner
@@ -82,10 +86,17 @@ class Planner:
         self._shared: dict[tuple[uuid.UUID, str], _Pooled] = {}
         self._replaying: dict[tuple[uuid.UUID, str], asyncio.Future[_Pooled | None]] = {}
         # Workloads left out of a replay for its spacing: id -> when the next one may begin;
-        # and when each was last left out (once only: one that the next replay does not hold
-        # either, e.g. not queued in the rows yet, looks again at `REFRESH_SECONDS`).
+        # and when each generation was left out (once only: one that the next replay does not
+        # hold either, e.g. not queued in the rows yet, looks again at `refresh_after`).
         self._deferred: dict[uuid.UUID, float] = {}
-        self._left_out: dict[uuid.UUID, float] = {}
+        self._left_out: dict[tuple[uuid.UUID, int], float] = {}
+
+    def refresh_after(self, row: WorkloadRow) -> float:
+        """Seconds until a queued workload looks at its standing again (`REFRESH_SECONDS`,
+        longer in a deep pool: by the last replay of the row's pool)."""
+        shared = self._shared.get((row.project_id, row.pool))
+        waiting = len(shared.found) if shared is not None else 0
+        return max(REFRESH_SECONDS, waiting / REFRESH_LOOKS_PER_SECOND)
 
     def deferred(self, workload_id: uuid.UUID) -> float | None:
         """Seconds until the standing of a workload the last replay did not hold can be
@@ -107,8 +118,8 @@ class Planner:
             if row.id in shared.found and now - shared.began < SHARED_SECONDS:
                 return shared
             if now < shared.next_at:
-                if row.id not in self._left_out:
-                    self._left_out[row.id] = now
+                if (row.id, row.generation) not in self._left_out:
+                    self._left_out[(row.id, row.generation)] = now
                     self._deferred[row.id] = shared.next_at
                 return shared  # too soon to replay the pool again: what the last replay knows
         future: asyncio.Future[_Pooled | None] = asyncio.get_running_loop().create_future()
@@ -150,8 +161,8 @@ class Planner:
         self._shared[key] = pooled
         for gone in [k for k, next_at in self._deferred.items() if next_at < now]:
             del self._deferred[gone]  # (their steps did not come back for it)
-        for gone in [k for k, at in self._left_out.items() if at < now - REFRESH_SECONDS]:
-            del self._left_out[gone]
+        for left in [k for k, at in self._left_out.items() if at < now - REFRESH_SECONDS]:
+            del self._left_out[left]
         return pooled
 
     async def standing(

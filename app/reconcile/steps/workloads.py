@@ -70,7 +70,7 @@ from app.reconcile.steps.evidence import (
     spec_of,
     summary,
 )
-from app.reconcile.steps.planning import REFRESH_SECONDS, NewEstimate, Planner
+from app.reconcile.steps.planning import NewEstimate, Planner
 from app.reconcile.steps.rendezvous import (
     ensure_service,
     next_attempt_created,
@@ -376,6 +376,9 @@ class WorkloadStep:
         standing_after = self.planner.deferred(row.id)
         if standing_after is not None:
             return Result.requeue(standing_after)  # its standing comes with the next replay
+        if state == WorkloadState.QUEUED:
+            # its standing follows the queue (app.reconcile.steps.planning)
+            return Result.requeue(min(self.planner.refresh_after(row), _next_look(classification)))
         return Result.requeue(_next_look(classification))
 
     async def _record_change(
@@ -468,11 +471,9 @@ class WorkloadStep:
 
 
 def _next_look(classification: Classification) -> float:
-    """Seconds until the step should look again without an event: soon for a queued one, at
-    the start deadline of an admitted workload (if it comes before the resync), else at the
-    resync."""
-    if classification.state == WorkloadState.QUEUED:
-        return REFRESH_SECONDS  # its standing follows the queue (app.reconcile.steps.planning)
+    """Seconds until the step should look again without an event (a queued one: the planner's
+    `refresh_after`): at the start deadline of an admitted workload (if it comes before the
+    resync), else at the resync."""
     deadline = classification.start_deadline
     if deadline is None:
         return RESYNC_SECONDS
