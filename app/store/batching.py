@@ -3,10 +3,11 @@
 Each worker of a replica reads its resource's row at the start of a step and writes its status
 at the end, one round trip and (for a write) one commit each. Under a burst hundreds of steps
 do that at once, and the statements, their commits and the connection hand-offs are most of the
-replica's database work. A `Batcher` sends the first caller's item at once, alone, and while
-that statement is in flight collects everyone else's; the next statement carries all of them
-(up to `limit`). Alone, a call costs what it did; under load one statement serves many callers,
-so the statements per second fall as the load rises instead of rising with it.
+replica's database work. A `Batcher` sends the first caller's item at once, alone (from the
+caller's own task), and while that statement is in flight collects everyone else's; the next
+statement, sent by a task of its own, carries all of them (up to `limit`). Alone, a call costs
+what it did; under load one statement serves many callers, so the statements per second fall
+as the load rises instead of rising with it.
 
 A batch's statement must treat each item as the single statement would (every fencing and
 generation guard per row): batching changes how many items one round trip carries, never what
@@ -61,12 +62,26 @@ class Batcher(Generic[K, R]):
     async def __call__(self, item: K) -> R:
         answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._waiting.append((item, answer))
-        if self._sending < self._slots:
+        if self._sending < self._slots and len(self._waiting) == 1:
+            # Alone, with a slot free: sent from this task, with no hand-off to a sender and
+            # back (each a turn of the event loop, which a busy loop makes long).
+            self._waiting.clear()
+            self._sending += 1
+            try:
+                await self._answer([(item, answer)])
+            finally:
+                self._sending -= 1
+                self._start_sender()  # for what arrived meanwhile
+            return answer.result()
+        self._start_sender()
+        return await answer
+
+    def _start_sender(self) -> None:
+        if self._waiting and self._sending < self._slots:
             self._sending += 1
             sender = asyncio.create_task(self._send())
             self._senders.add(sender)
             sender.add_done_callback(self._senders.discard)
-        return await answer
 
     async def _send(self) -> None:
         """Send what is waiting, again and again, until nothing is. The count of senders

@@ -44,7 +44,7 @@ async def test_calls_made_while_one_is_in_flight_share_the_next_statement() -> N
     batcher = Batcher(run, limit=4)
     answers = await asyncio.gather(*(batcher(i) for i in range(10)))
     assert answers == [i * 2 for i in range(10)]
-    assert run.batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert run.batches == [[0], [1, 2, 3, 4], [5, 6, 7, 8], [9]]  # the first alone, at once
 
 
 async def test_an_item_the_server_refuses_fails_only_its_caller() -> None:
