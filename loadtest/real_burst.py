@@ -411,7 +411,9 @@ def _cores(args: argparse.Namespace) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument(
+        "--admin-url", default="postgresql://postgres:postgres@127.0.0.1:5432/postgres"
+    )
     parser.add_argument("--burst", type=int, default=1000, help="workloads POSTed (1000)")
     parser.add_argument("--concurrency", type=int, default=32, help="POSTs in flight (32)")
     parser.add_argument("--cpu", default="100m", help="each workload's CPU (100m)")
