@@ -241,6 +241,17 @@ async def status_propagation(
         print(f"the status poller got {refused} answers 503 (retried)")
 
 
+def _histogram_mean(metrics: str, name: str) -> float | None:
+    """The mean of one of aicp's Prometheus histograms (sum / count), None when empty."""
+    values = {}
+    for line in metrics.splitlines():
+        for suffix in ("_sum", "_count"):
+            if line.startswith(name + suffix + " ") or line.startswith(name + suffix + "{"):
+                values[suffix] = float(line.rsplit(" ", 1)[1])
+    count = values.get("_count", 0.0)
+    return values.get("_sum", 0.0) / count if count else None
+
+
 def _step_totals(metrics: str) -> dict[str, tuple[float, float]]:
     """(count, seconds) of reconcile steps per kind, from aicp's Prometheus text."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -374,7 +385,13 @@ async def main(args: argparse.Namespace) -> None:
             if args.rate and not args.api_only:
                 finished_after = await _all_succeeded(stack.database_url, args.finish_timeout)
                 print(f"all SUCCEEDED {finished_after:.1f} s after the last Job appeared")
-            steps = _step_totals((await client.get("/metrics")).text)
+            metrics = (await client.get("/metrics")).text
+            steps = _step_totals(metrics)
+            created = _histogram_mean(metrics, "aicp_workload_accepted_to_job_created_seconds")
+            if created is not None:
+                print(
+                    f"aicp's own accepted -> Job created (its metric): mean {created * 1000:.1f} ms"
+                )
             submitted = round(args.rate * args.seconds) if args.rate else args.submissions
             workloads = submitted + args.observed
             count, seconds = steps.get("workload", (0.0, 0.0))

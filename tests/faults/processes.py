@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -281,6 +282,14 @@ class Replica:
                 await self._drain
 
 
+def _bound(port: int) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1:`port` (0: any free port), not listening."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
 #: The request codes a client may send before its startup packet (protocol 3).
 SSL_REQUEST = (80877103).to_bytes(4, "big")
 GSS_REQUEST = (80877104).to_bytes(4, "big")
@@ -294,15 +303,19 @@ class PgProxy:
         self.port = 0
         self._refusal: tuple[str, str] | None = None
         self._server: asyncio.Server | None = None
+        # While refusing: the port, bound but not listening (a connect is refused), so that
+        # no other socket of the machine (an outgoing connection's ephemeral port) takes it
+        # before the proxy listens on it again.
+        self._reserved: socket.socket | None = None
         self._pipes: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         """Listen (on the same port as before, after `refuse`)."""
-        self._server = await asyncio.start_server(
-            self._accept, "127.0.0.1", self.port, reuse_address=True
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        sock, self._reserved = self._reserved or _bound(self.port), None
+        sock.listen(100)
+        self._server = await asyncio.start_server(self._accept, sock=sock)
+        self.port = sock.getsockname()[1]
 
     @property
     def listening(self) -> bool:
@@ -329,9 +342,10 @@ class PgProxy:
     async def refuse(self) -> None:
         """Stop listening (connects are refused) and cut what is open."""
         if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+            server, self._server = self._server, None
+            server.close()  # the listening socket closes now: keep its port at once
+            self._reserved = _bound(self.port)
+            await server.wait_closed()
         self.cut()
 
     def answer_refusal(self, sqlstate: str, message: str) -> int:
@@ -347,6 +361,9 @@ class PgProxy:
 
     async def stop(self) -> None:
         await self.refuse()
+        if self._reserved is not None:
+            self._reserved.close()
+            self._reserved = None
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
