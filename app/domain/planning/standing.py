@@ -47,7 +47,8 @@ class QueueStanding(msgspec.Struct, kw_only=True):
         datetime | None,
         msgspec.Meta(
             description="when the controller computed this standing (it looks again on every "
-            "change it sees of the workload and at least every 30 s while it is queued)"
+            "change it sees of the workload and every 30 s while it is queued; less often in a "
+            "pool of more than 1,500 waiting)"
         ),
     ] = None
     eta_basis: Annotated[
