@@ -1395,12 +1395,22 @@ FROM workloads
 WHERE pool_id = $1 AND deletion_requested_at IS NULL
   AND state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING');
 
--- name: planning_live_count
--- How many live workloads the project's ($1) pool named $2 has (workloads_live_by_pool).
-SELECT count(*) FROM workloads
-WHERE pool_id = (SELECT id FROM compute_pools WHERE project_id = $1 AND name = $2)
-  AND deletion_requested_at IS NULL
-  AND state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING');
+-- name: workload_by_name_with_pool_depth
+-- The workload (as workload_by_name) and, when it is QUEUED, how many live workloads its pool
+-- has, counted up to $3 (`pool_live`, NULL otherwise): a GET's one round trip. CASE evaluates
+-- the count only for a QUEUED row, and the LIMIT stops the walk of workloads_live_by_pool.
+SELECT w.*,
+       CASE WHEN w.state = 'QUEUED' THEN (
+         SELECT count(*) FROM (
+           SELECT 1 FROM workloads l
+           WHERE l.pool_id = w.pool_id
+             AND l.deletion_requested_at IS NULL
+             AND l.state IN ('PENDING', 'QUEUED', 'ADMITTED', 'RUNNING')
+           LIMIT $3
+         ) AS live
+       ) END AS pool_live
+FROM workloads w
+WHERE w.project_id = $1 AND w.name = $2;
 
 -- name: planning_finished_workloads
 -- The project's newest finished workloads that were admitted ($2 how many): their durations.

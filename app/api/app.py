@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from litestar import Litestar, Router
-from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
@@ -33,7 +32,7 @@ from app.api import (
 from app.api.api_docs import swagger_assets, swagger_plugin
 from app.api.auth import LIMITER_KEY, REJECTED_KEY, authorize
 from app.api.bodies import check_body
-from app.api.deps import database_provider, paging_provider, provide_caller
+from app.api.deps import caller_provider, database_provider, paging_provider
 from app.api.docs import describe_components, short_operation_id
 from app.api.health import ReadinessCheck, healthz, metrics_endpoint, readyz
 from app.api.methods import MethodSemantics
@@ -164,7 +163,7 @@ def create_app(deps: ApiDependencies) -> Litestar:
         ],
         dependencies={
             "db": database_provider(deps.db),
-            "caller": Provide(provide_caller),
+            "caller": caller_provider(),
             "paging": paging_provider(Paging(deps.admin_token)),
         },
         exception_handlers={Exception: problem_response},

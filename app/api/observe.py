@@ -19,6 +19,7 @@ from app.observability.metrics import HTTP_LATENCY, HTTP_REQUESTS
 
 if TYPE_CHECKING:
     from litestar.types import ASGIApp, Message, Receive, Scope, Send
+    from prometheus_client import Counter, Histogram
 
 log = logging.getLogger("aicp.access")
 
@@ -40,6 +41,19 @@ class Observed:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        # The metrics' children by (route, method, status), looked up once each: the label
+        # values are bounded (templates, methods, statuses), and prometheus_client's own
+        # lookup validates and locks on every call.
+        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+    def _metrics(self, route: str, method: str, status: int) -> tuple[Counter, Histogram]:
+        key = (route, method, status)
+        found = self._children.get(key)
+        if found is None:
+            labels = (route, method, str(status))
+            found = (HTTP_REQUESTS.labels(*labels), HTTP_LATENCY.labels(*labels))
+            self._children[key] = found
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -71,9 +85,10 @@ class Observed:
         finally:
             elapsed = time.perf_counter() - started
             route = scope.get("path_template") or "(unmatched)"
-            HTTP_REQUESTS.labels(route, method, str(status)).inc()
+            requests, latency = self._metrics(route, method, status)
+            requests.inc()
             if not streaming:  # a stream's duration is its client's choice, not latency
-                HTTP_LATENCY.labels(route, method, str(status)).observe(elapsed)
+                latency.observe(elapsed)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("%s %s %d %.1fms", method, scope["path"], status, elapsed * 1000)
             request_id_var.reset(token)

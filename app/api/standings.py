@@ -21,7 +21,7 @@ from app.domain.planning.forecast import forecast
 from app.domain.planning.standing import queued_sentence, standing_of
 from app.domain.planning.what_if import what_if
 from app.domain.states import WorkloadState
-from app.store import planning
+from app.store import planning, workloads
 
 if TYPE_CHECKING:
     import uuid
@@ -39,12 +39,14 @@ FRESH_LIVE = 20
 
 
 async def with_fresh_standing(
-    conn: Connection, project: ProjectScope, workload: WorkloadResource
+    conn: Connection, project: ProjectScope, name: str
 ) -> WorkloadResource:
-    """`workload` with the standing computed now, when it is QUEUED in a small pool."""
+    """The workload named `name` (`NotFound`: there is none), with the standing computed now
+    when it is QUEUED in a small pool."""
+    workload, pool_live = await workloads.get_with_pool_depth(conn, project, name, FRESH_LIVE + 1)
     if workload.status.state != WorkloadState.QUEUED:
         return workload
-    if await planning.live_count(conn, project.id, workload.compute_pool) > FRESH_LIVE:
+    if pool_live is None or pool_live > FRESH_LIVE:
         return workload
     plan = await planning.pool_plan_by_name(conn, project.id, workload.compute_pool)
     if plan is None:

@@ -249,7 +249,7 @@ async def get_workload(
     async with db.connection() as conn:
         # In a deep pool, the standing the controller recorded (with its computed_at), as
         # lists answer: a replay of 1,000 live workloads costs seconds (docs/PLANNING.md).
-        found = await with_fresh_standing(conn, project, await workloads.get(conn, project, name))
+        found = await with_fresh_standing(conn, project, name)
     return versioned(found, 200)
 
 

@@ -159,12 +159,6 @@ async def pool_id(conn: Connection, project_id: uuid.UUID, pool: str) -> uuid.UU
     return found
 
 
-async def live_count(conn: Connection, project_id: uuid.UUID, pool: str) -> int:
-    """How many live workloads the project's pool of this name has."""
-    found: int = await conn.fetchval(QUERIES["planning_live_count"], project_id, pool)
-    return found
-
-
 async def pool_plan_by_name(conn: Connection, project_id: uuid.UUID, pool: str) -> PoolPlan | None:
     """The plan of the project's pool of this name (None: there is none)."""
     found = await conn.fetchrow(QUERIES["planning_pool_by_name"], project_id, pool)

@@ -193,6 +193,21 @@ async def get(conn: Connection, project: ProjectScope, name: str) -> WorkloadRes
     return workload_from_row(await _row(conn, project, name), project.name)
 
 
+async def get_with_pool_depth(
+    conn: Connection, project: ProjectScope, name: str, up_to: int
+) -> tuple[WorkloadResource, int | None]:
+    """The workload (`NotFound` as `get`) and, when it is QUEUED, how many live workloads its
+    pool has, counted up to `up_to` (None when it is not QUEUED): one round trip."""
+    row = (
+        await conn.fetchrow(QUERIES["workload_by_name_with_pool_depth"], project.id, name, up_to)
+        if is_name(name)
+        else None
+    )
+    if row is None:
+        raise NotFound(f"Workload {name!r} not found.")
+    return workload_from_row(row, project.name), row["pool_live"]
+
+
 async def get_id(conn: Connection, project: ProjectScope, name: str) -> uuid.UUID:
     """The workload's id (for its events); `NotFound` when there is none."""
     row = await _row(conn, project, name)
