@@ -110,6 +110,12 @@ CUTOFF = datetime.now(UTC) - timedelta(days=90)
             id="workloads in a pool in a state",
         ),
         pytest.param(
+            "workload_by_name_with_pool_depth",
+            lambda i: [i["project"], "a-w7", 21],
+            "workloads_live_by_pool",
+            id="a GET of one queued workload and its pool's depth",
+        ),
+        pytest.param(
             "purge_events_before", lambda i: [CUTOFF, 5000], "events_pkey", id="the event purge"
         ),
         pytest.param(
@@ -191,3 +197,28 @@ async def test_each_periodic_reconciler_query_reads_live_rows_only(
         (node, rel) for node, rel, _ in found if node == "Seq Scan" and rel in {*GROWING, "leases"}
     ]
     assert full == [], found
+
+
+@pytest.mark.parametrize(
+    ("name", "up_to", "depth"),
+    [
+        pytest.param("a-w7", 21, 4, id="queued: the pool's live workloads"),
+        pytest.param("a-w7", 3, 3, id="queued: counted up to the bound only"),
+        pytest.param("a-w1", 21, None, id="running: not counted"),
+        pytest.param("a-w2", 21, None, id="finished: not counted"),
+    ],
+)
+async def test_a_get_counts_the_pool_only_for_a_queued_workload(
+    db: Database, aged: dict[str, uuid.UUID], name: str, up_to: int, depth: int | None
+) -> None:
+    # Pool a's live workloads: a-w1, a-w3 (RUNNING), a-w7 (QUEUED), and one more PENDING; the
+    # 10,000 finished ones and pool b's live ones are not its depth.
+    async with db.connection() as conn:
+        await conn.execute("UPDATE workloads SET state = 'PENDING' WHERE name = 'a-w9'")
+        row = await conn.fetchrow(
+            QUERIES["workload_by_name_with_pool_depth"], aged["project"], name, up_to
+        )
+
+    assert row is not None
+    assert row["name"] == name
+    assert row["pool_live"] == depth
