@@ -13,3 +13,11 @@ def scans(plan: dict[str, Any]) -> list[tuple[str, str, str]]:
     for child in plan.get("Plans", []):
         found.extend(scans(child))
     return found
+
+
+def nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of a JSON plan tree, the root first."""
+    found = [plan]
+    for child in plan.get("Plans", []):
+        found.extend(nodes(child))
+    return found
