@@ -23,21 +23,27 @@ GROWING = {"workloads", "events", "tombstones"}
 NIL = uuid.UUID(int=0)
 
 
+#: The binding, one project and its two pools, a and b.
+PROJECT_AND_POOLS = """
+INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor)
+VALUES ('h100-80g', 'nvidia.com/gpu', 'h100');
+INSERT INTO projects (id, name, created_by, observed_generation, state)
+VALUES (gen_random_uuid(), 'research', 'admin', 1, 'READY');
+INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, created_by,
+                           observed_generation, state)
+SELECT gen_random_uuid(), id, pool, 'h100-80g', '{}', 'admin', 1, 'READY'
+FROM projects, (VALUES ('a'), ('b')) v(pool);
+"""
+
+
 @pytest.fixture
 async def aged(db: Database) -> AsyncIterator[dict[str, uuid.UUID]]:
     """One project with two pools: 20,000 finished workloads and a few live ones; 20,000
     events and tombstones."""
     async with db.connection() as conn:
+        await conn.execute(PROJECT_AND_POOLS)
         await conn.execute(
             """
-            INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor)
-            VALUES ('h100-80g', 'nvidia.com/gpu', 'h100');
-            INSERT INTO projects (id, name, created_by, observed_generation, state)
-            VALUES (gen_random_uuid(), 'research', 'admin', 1, 'READY');
-            INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, created_by,
-                                       observed_generation, state)
-            SELECT gen_random_uuid(), id, pool, 'h100-80g', '{}', 'admin', 1, 'READY'
-            FROM projects, (VALUES ('a'), ('b')) v(pool);
             INSERT INTO workloads (id, project_id, pool_id, name, spec, created_by,
                                    observed_generation, state)
             SELECT gen_random_uuid(), c.project_id, c.id, c.name || '-w' || g,
@@ -231,19 +237,12 @@ async def burst(db: Database) -> None:
     leaves the planner with for its first minute."""
     async with db.connection() as conn:
         await conn.execute("ANALYZE")
+        await conn.execute(PROJECT_AND_POOLS)
         await conn.execute(
             """
-            INSERT INTO accelerator_bindings (accelerator_class, resource_name, flavor)
-            VALUES ('h100-80g', 'nvidia.com/gpu', 'h100');
-            INSERT INTO projects (id, name, created_by, observed_generation, state)
-            VALUES (gen_random_uuid(), 'research', 'admin', 1, 'READY');
-            INSERT INTO compute_pools (id, project_id, name, accelerator_class, spec, created_by,
-                                       observed_generation, state)
-            SELECT gen_random_uuid(), id, 'a', 'h100-80g', '{}', 'admin', 1, 'READY'
-            FROM projects;
             INSERT INTO workloads (id, project_id, pool_id, name, spec, created_by, state)
             SELECT gen_random_uuid(), c.project_id, c.id, 'w' || g, '{}', 'admin', 'QUEUED'
-            FROM compute_pools c, generate_series(1, 500) g;
+            FROM compute_pools c, generate_series(1, 500) g WHERE c.name = 'a';
             INSERT INTO leases (kind, resource_id, owner, epoch, expires_at, incarnation)
             SELECT 'workload', id, 'replica-a', 1, now() + interval '1 minute', 'inc-a'
             FROM workloads;
