@@ -9,7 +9,6 @@ skipped.
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.faults.history import JobHistory
-from tests.faults.processes import Kubesim, PgProxy, Replica
+from tests.faults.processes import Kubesim, PgProxy, Replica, server_address
 from tests.faults.workloads import Database
 
 FULL = os.environ.get("AICP_FAULTS_FULL") == "1"
@@ -72,8 +71,7 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture
 async def proxy(database_url: str) -> AsyncIterator[PgProxy]:
-    parts = urllib.parse.urlsplit(database_url)
-    front = PgProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    front = PgProxy(*server_address(database_url))
     await front.start()
     try:
         yield front

@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,13 +291,25 @@ def _bound(port: int) -> socket.socket:
     return sock
 
 
+def server_address(database_url: str) -> tuple[str, int]:
+    """The (host, port) of the server `database_url` names: its `host` parameter when it has one
+    (a Unix socket's directory, as the embedded server's URL gives), else its netloc's."""
+    parts = urllib.parse.urlsplit(database_url)
+    query = dict(urllib.parse.parse_qsl(parts.query))
+    host = query.get("host") or parts.hostname or "127.0.0.1"
+    port = int(query.get("port") or parts.port or 5432)
+    return host, port
+
+
 #: The request codes a client may send before its startup packet (protocol 3).
 SSL_REQUEST = (80877103).to_bytes(4, "big")
 GSS_REQUEST = (80877104).to_bytes(4, "big")
 
 
 class PgProxy:
-    """TCP proxy to PostgreSQL that can refuse new connections and cut the open ones."""
+    """TCP proxy to PostgreSQL that can refuse new connections and cut the open ones. `host`
+    is the server's host, or the directory of its Unix socket (an absolute path: the embedded
+    server of a machine without PostgreSQL listens only there)."""
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
@@ -323,12 +336,20 @@ class PgProxy:
 
     def url_for(self, database_url: str) -> str:
         """`database_url` with the proxy's address instead of the server's."""
-        import urllib.parse
-
         parts = urllib.parse.urlsplit(database_url)
         netloc = parts.netloc.rsplit("@", 1)
         auth = netloc[0] + "@" if len(netloc) == 2 else ""
-        return urllib.parse.urlunsplit(parts._replace(netloc=f"{auth}127.0.0.1:{self.port}"))
+        # A `host` or `port` parameter (a Unix socket's) would take the client past the proxy.
+        query = urllib.parse.urlencode(
+            [
+                (key, value)
+                for key, value in urllib.parse.parse_qsl(parts.query)
+                if key not in ("host", "port")
+            ]
+        )
+        return urllib.parse.urlunsplit(
+            parts._replace(netloc=f"{auth}127.0.0.1:{self.port}", query=query)
+        )
 
     def cut(self) -> int:
         """Close every open connection at once (both sides see a reset); return how many."""
@@ -370,6 +391,12 @@ class PgProxy:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
+    async def _connect_upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        host, port = self.target
+        if host.startswith("/"):
+            return await asyncio.open_unix_connection(f"{host}/.s.PGSQL.{port}")
+        return await asyncio.open_connection(host, port)
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._refusal is not None:
             await self._refuse_startup(reader, writer, *self._refusal)
@@ -377,7 +404,7 @@ class PgProxy:
         up_writer: asyncio.StreamWriter | None = None
         try:
             try:
-                up_reader, up_writer = await asyncio.open_connection(*self.target)
+                up_reader, up_writer = await self._connect_upstream()
             except OSError:
                 return
             if self._server is None:  # refused while this one was connecting: cut it too
